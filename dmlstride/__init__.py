@@ -1,0 +1,49 @@
+"""dmlstride: DirectML's buffer-tensor memory model for Python.
+
+Tensor descriptors (sizes, strides, data type, total size, alignment), the
+exact size calculations, and fast kernels that gather elements from strided
+1-8 D buffers into packed arrays, scatter them back and convert layouts.
+"""
+
+from .copy import copy_tensor, gather, get_num_threads, scatter, set_num_threads, view
+from .datatypes import (
+    MAX_DIMENSION_COUNT,
+    MAX_ELEMENT_COUNT,
+    MINIMUM_BUFFER_TENSOR_ALIGNMENT,
+    TensorDataType,
+    TensorFlags,
+    data_type,
+    element_bits,
+    element_bytes,
+    numpy_dtype,
+)
+from .descriptor import DML_BUFFER_TENSOR_DESC, BufferTensorDesc
+from .errors import DescriptorError
+from .sizes import broadcast_strides, calc_buffer_tensor_size, calculate_strides, layout_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BufferTensorDesc",
+    "DML_BUFFER_TENSOR_DESC",
+    "DescriptorError",
+    "MAX_DIMENSION_COUNT",
+    "MAX_ELEMENT_COUNT",
+    "MINIMUM_BUFFER_TENSOR_ALIGNMENT",
+    "TensorDataType",
+    "TensorFlags",
+    "broadcast_strides",
+    "calc_buffer_tensor_size",
+    "calculate_strides",
+    "copy_tensor",
+    "data_type",
+    "element_bits",
+    "element_bytes",
+    "gather",
+    "get_num_threads",
+    "layout_names",
+    "numpy_dtype",
+    "scatter",
+    "set_num_threads",
+    "view",
+]

@@ -1,0 +1,84 @@
+"""Field validators shared by every public entry point.
+
+Each validator returns a plain Python value (exact ints, tuples) or raises
+``TypeError`` for a wrong type and :class:`DescriptorError` for a wrong value,
+with a message naming the field, the value given and what was expected.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .datatypes import MAX_DIMENSION_COUNT
+from .errors import DescriptorError
+
+UINT32_MAX = 2**32 - 1
+UINT64_LIMIT = 2**64
+
+
+def as_int(value: Any, name: str) -> int:
+    """An exact Python int from an int or numpy integer; bools and floats are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__} ({value!r})")
+    return operator.index(value)
+
+
+def as_dims(values: Any, name: str, *, minimum: int, expected_len: int | None = None) -> tuple[int, ...]:
+    """Validate a sequence of 1 to 8 unsigned 32-bit integers, each >= ``minimum``."""
+    if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of integers, not {type(values).__name__}")
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise TypeError(f"{name} must be a flat sequence of integers; got a {values.ndim}-D array")
+    n = len(values)
+    if expected_len is not None and n != expected_len:
+        raise DescriptorError(
+            f"{name} has {n} entries; expected {expected_len}, one per dimension (dimension_count)"
+        )
+    if not 1 <= n <= MAX_DIMENSION_COUNT:
+        raise DescriptorError(
+            f"{name} has {n} entries; dimension_count must be 1 to {MAX_DIMENSION_COUNT}"
+        )
+    out = []
+    for i, v in enumerate(values):
+        iv = as_int(v, f"{name}[{i}]")
+        if iv < minimum:
+            what = "every size must be at least 1" if minimum == 1 else "every stride must be at least 0"
+            raise DescriptorError(f"{name}[{i}] is {iv}; {what}")
+        if iv > UINT32_MAX:
+            raise DescriptorError(f"{name}[{i}] is {iv}; expected at most 2**32 - 1 = {UINT32_MAX}")
+        out.append(iv)
+    return tuple(out)
+
+
+def as_sizes(sizes: Any, name: str = "sizes") -> tuple[int, ...]:
+    return as_dims(sizes, name, minimum=1)
+
+
+def as_strides(strides: Any, ndim: int, name: str = "strides") -> tuple[int, ...]:
+    return as_dims(strides, name, minimum=0, expected_len=ndim)
+
+
+def packed_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Row-major packed strides (last dimension fastest)."""
+    out = [0] * len(sizes)
+    running = 1
+    for i in range(len(sizes) - 1, -1, -1):
+        out[i] = running
+        running *= sizes[i]
+    return tuple(out)
+
+
+def last_index(sizes: Sequence[int], strides: Sequence[int]) -> int:
+    """Element offset of the last element: sum((size - 1) * stride)."""
+    return sum((n - 1) * s for n, s in zip(sizes, strides))
+
+
+def product(values: Sequence[int]) -> int:
+    p = 1
+    for v in values:
+        p *= v
+    return p

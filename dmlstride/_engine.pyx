@@ -1,0 +1,488 @@
+"""The copy engine: one planner and one set of kernels for gather, scatter and copy.
+
+Private module.  Callers (``dmlstride.copy``) validate descriptors; this module
+still re-checks every bound against the buffer it actually acquired before a
+kernel touches memory, and holds every buffer export for the whole call.
+
+A :class:`Plan` is built once per (source layout, destination layout) pair:
+
+* size-1 dimensions are dropped;
+* dimensions are ordered by destination stride (outermost first), ties broken
+  by source stride, so writes stream;
+* neighbours contiguous in both operands are merged;
+* the innermost dimension is classified: contiguous in both (``memcpy``), a
+  zero source stride (fill), a transposition (the source's fastest dimension is
+  another one: 2-D tiles sized for L1), or plain strided;
+* 4-bit types take the nibble path.
+
+Work is a flat range of tasks (outer index x segment of the innermost
+dimension) that threads split into disjoint destination slabs.
+"""
+
+from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.string cimport memcpy, memset
+
+cdef extern from *:
+    """
+    #if defined(_OPENMP)
+    #define DMLSTRIDE_HAVE_OPENMP 1
+    #else
+    #define DMLSTRIDE_HAVE_OPENMP 0
+    #endif
+    """
+    int DMLSTRIDE_HAVE_OPENMP
+
+cdef enum:
+    MAXD = 8
+
+cdef enum Mode:
+    MODE_MEMCPY = 0
+    MODE_FILL = 1
+    MODE_STRIDED = 2
+    MODE_TILE = 3
+    MODE_NIBBLE = 4
+
+# Work below this many destination bytes runs on the calling thread only.
+cdef int64_t PARALLEL_THRESHOLD = 1 << 18
+# Target number of elements per segment of the innermost dimension.
+cdef int64_t SEGMENT_ELEMS = 1 << 14
+
+cdef int g_num_threads = 1
+
+ctypedef struct plan_t:
+    int mode
+    int width            # bytes per element (1, 2, 4, 8); 1 for the nibble path
+    int src_nibble       # nibble path: source holds packed nibbles (else one byte each)
+    int dst_nibble
+    int sign_extend      # nibble path: INT4 -> int8
+    int nouter
+    int64_t on[MAXD]     # outer dimensions, slowest first
+    int64_t oss[MAXD]    # their source strides (bytes; elements on the nibble path)
+    int64_t ods[MAXD]
+    int64_t inner_n
+    int64_t inner_ss
+    int64_t inner_ds
+    int64_t k_n          # tile dimension (MODE_TILE): size and strides
+    int64_t k_ss
+    int64_t k_ds
+    int64_t outer_count
+    int64_t seg_len
+    int64_t nseg
+    int64_t ntasks
+    int64_t dst_bytes    # bytes written (for the threading threshold)
+
+
+# ---------------------------------------------------------------------------------------
+# element kernels
+
+ctypedef fused elem_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef inline void _strided(elem_t* tag, const char* s, char* d, int64_t n,
+                          int64_t ss, int64_t ds) noexcept nogil:
+    cdef elem_t v
+    cdef int64_t j
+    for j in range(n):
+        memcpy(&v, s + j * ss, sizeof(elem_t))
+        memcpy(d + j * ds, &v, sizeof(elem_t))
+
+
+cdef inline void _fill(elem_t* tag, const char* s, char* d, int64_t n, int64_t ds) noexcept nogil:
+    cdef elem_t v
+    cdef int64_t j
+    memcpy(&v, s, sizeof(elem_t))
+    for j in range(n):
+        memcpy(d + j * ds, &v, sizeof(elem_t))
+
+
+cdef inline void _tile(elem_t* tag, const char* s, char* d,
+                       int64_t kn, int64_t kss, int64_t kds,
+                       int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
+    # Copy a (kn x [j0, j1)) block in tiles: reads walk the source's fast
+    # dimension k, writes walk the destination's fast dimension j.
+    cdef int64_t TK = 32 if sizeof(elem_t) > 1 else 64
+    cdef int64_t TJ = TK
+    cdef int64_t kb, ke, jb, je, a, b
+    cdef const char* sp
+    cdef char* dp
+    cdef elem_t v
+    kb = 0
+    while kb < kn:
+        ke = kb + TK
+        if ke > kn:
+            ke = kn
+        jb = j0
+        while jb < j1:
+            je = jb + TJ
+            if je > j1:
+                je = j1
+            for a in range(kb, ke):
+                sp = s + a * kss + jb * iss
+                dp = d + a * kds + jb * ids
+                for b in range(je - jb):
+                    memcpy(&v, sp + b * iss, sizeof(elem_t))
+                    memcpy(dp + b * ids, &v, sizeof(elem_t))
+            jb = je
+        kb = ke
+
+
+cdef inline void _nibble_row(const plan_t* p, const uint8_t* s, uint8_t* d,
+                             int64_t so, int64_t do_, int64_t n, int64_t ss, int64_t ds) noexcept nogil:
+    cdef int64_t j, x, y
+    cdef uint8_t v, b
+    for j in range(n):
+        x = so + j * ss
+        y = do_ + j * ds
+        if p.src_nibble:
+            b = s[x >> 1]
+            v = (b >> 4) if (x & 1) else (b & 0x0F)
+        else:
+            v = s[x] & 0x0F
+        if p.dst_nibble:
+            if y & 1:
+                d[y >> 1] = <uint8_t>((d[y >> 1] & 0x0F) | (v << 4))
+            else:
+                d[y >> 1] = <uint8_t>((d[y >> 1] & 0xF0) | v)
+        else:
+            if p.sign_extend and (v & 0x08):
+                d[y] = <uint8_t>(v | 0xF0)
+            else:
+                d[y] = v
+
+
+cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
+               int64_t j0, int64_t j1) noexcept nogil:
+    """Copy elements j0..j1 of the innermost dimension at outer offsets (so, do_)."""
+    cdef int w = p.width
+    cdef int64_t n = j1 - j0
+    if p.mode == MODE_NIBBLE:
+        _nibble_row(p, <const uint8_t*>s, <uint8_t*>d,
+                    so + j0 * p.inner_ss, do_ + j0 * p.inner_ds, n, p.inner_ss, p.inner_ds)
+        return
+    if p.mode == MODE_TILE:
+        if w == 4:
+            _tile[uint32_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        elif w == 2:
+            _tile[uint16_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        elif w == 1:
+            _tile[uint8_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        else:
+            _tile[uint64_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        return
+    s = s + so + j0 * p.inner_ss
+    d = d + do_ + j0 * p.inner_ds
+    if p.mode == MODE_MEMCPY:
+        memcpy(d, s, <size_t>(n * w))
+    elif p.mode == MODE_FILL:
+        if w == 1 and p.inner_ds == 1:
+            memset(d, (<const uint8_t*>s)[0], <size_t>n)
+        elif w == 4:
+            _fill[uint32_t](NULL, s, d, n, p.inner_ds)
+        elif w == 2:
+            _fill[uint16_t](NULL, s, d, n, p.inner_ds)
+        elif w == 1:
+            _fill[uint8_t](NULL, s, d, n, p.inner_ds)
+        else:
+            _fill[uint64_t](NULL, s, d, n, p.inner_ds)
+    else:
+        if w == 4:
+            _strided[uint32_t](NULL, s, d, n, p.inner_ss, p.inner_ds)
+        elif w == 2:
+            _strided[uint16_t](NULL, s, d, n, p.inner_ss, p.inner_ds)
+        elif w == 1:
+            _strided[uint8_t](NULL, s, d, n, p.inner_ss, p.inner_ds)
+        else:
+            _strided[uint64_t](NULL, s, d, n, p.inner_ss, p.inner_ds)
+
+
+cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_t t1) noexcept nogil:
+    """Run tasks t0..t1 (task = outer index * nseg + segment) with an odometer."""
+    cdef int64_t idx[MAXD]
+    cdef int64_t so = 0, do_ = 0, rem, o, seg, j0, j1, t
+    cdef int i
+    if t0 >= t1:
+        return
+    o = t0 // p.nseg
+    seg = t0 % p.nseg
+    rem = o
+    i = p.nouter - 1
+    while i >= 0:
+        idx[i] = rem % p.on[i]
+        rem = rem // p.on[i]
+        so += idx[i] * p.oss[i]
+        do_ += idx[i] * p.ods[i]
+        i -= 1
+    t = t0
+    while t < t1:
+        j0 = seg * p.seg_len
+        j1 = j0 + p.seg_len
+        if j1 > p.inner_n:
+            j1 = p.inner_n
+        _row(p, s, d, so, do_, j0, j1)
+        t += 1
+        seg += 1
+        if seg == p.nseg:
+            seg = 0
+            i = p.nouter - 1
+            while i >= 0:
+                idx[i] += 1
+                so += p.oss[i]
+                do_ += p.ods[i]
+                if idx[i] < p.on[i]:
+                    break
+                so -= p.on[i] * p.oss[i]
+                do_ -= p.on[i] * p.ods[i]
+                idx[i] = 0
+                i -= 1
+
+
+cdef void _execute(const plan_t* p, const char* s, char* d, int nthreads) noexcept nogil:
+    cdef int64_t nchunks, chunk, c, t0, t1
+    if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or p.ntasks < 2 or p.mode == MODE_NIBBLE:
+        _run_tasks(p, s, d, 0, p.ntasks)
+        return
+    nchunks = nthreads * 4
+    if nchunks > p.ntasks:
+        nchunks = p.ntasks
+    chunk = (p.ntasks + nchunks - 1) // nchunks
+    nchunks = (p.ntasks + chunk - 1) // chunk
+    for c in prange(nchunks, num_threads=nthreads, schedule="static"):
+        t0 = c * chunk
+        t1 = t0 + chunk
+        if t1 > p.ntasks:
+            t1 = p.ntasks
+        _run_tasks(p, s, d, t0, t1)
+
+
+# ---------------------------------------------------------------------------------------
+# planning
+
+cdef class Plan:
+    """A copy plan for one (sizes, source strides, destination strides, element type).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Logical sizes, 1-8 dimensions.
+    src_strides, dst_strides : sequence of int
+        Element strides of each side (non-negative).
+    element_bits : int
+        4, 8, 16, 32 or 64.
+    src_nibble, dst_nibble : bool
+        4-bit only: whether each side holds packed nibbles (``True``) or one
+        element per byte.
+    sign_extend : bool
+        4-bit only: sign-extend INT4 nibbles into bytes.
+    """
+
+    cdef plan_t p
+    cdef readonly object src_extent
+    cdef readonly object dst_extent
+
+    def __init__(self, sizes, src_strides, dst_strides, int element_bits,
+                 bint src_nibble=True, bint dst_nibble=True, bint sign_extend=False):
+        cdef int ndim = len(sizes)
+        if ndim < 1 or ndim > MAXD or len(src_strides) != ndim or len(dst_strides) != ndim:
+            raise ValueError("plan: sizes and strides must have 1 to 8 matching entries")
+        if element_bits not in (4, 8, 16, 32, 64):
+            raise ValueError(f"plan: element_bits is {element_bits}; expected 4, 8, 16, 32 or 64")
+        nibble = element_bits == 4
+        width = 1 if nibble else element_bits // 8
+        # Extents (bytes each side must have from its base), computed exactly.
+        src_last = 0
+        dst_last = 0
+        for n, a, b in zip(sizes, src_strides, dst_strides):
+            if n < 1 or a < 0 or b < 0:
+                raise ValueError("plan: sizes must be >= 1 and strides >= 0")
+            src_last += (n - 1) * a
+            dst_last += (n - 1) * b
+        if nibble:
+            self.src_extent = (src_last + 2) // 2 if src_nibble else src_last + 1
+            self.dst_extent = (dst_last + 2) // 2 if dst_nibble else dst_last + 1
+        else:
+            self.src_extent = (src_last + 1) * width
+            self.dst_extent = (dst_last + 1) * width
+        if self.src_extent >= 2**62 or self.dst_extent >= 2**62:
+            raise OverflowError("plan: tensor extent does not fit in 62 bits")
+        unit = 1 if nibble else width
+        dims = [(int(n), int(a) * unit, int(b) * unit) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
+        # Order: destination stride descending (slowest first), then source stride.
+        dims.sort(key=lambda t: (t[2], t[1]), reverse=True)
+        merged = []
+        for n, a, b in dims:
+            if merged:
+                pn, pa, pb = merged[len(merged) - 1]
+                if pa == a * n and pb == b * n:
+                    merged[len(merged) - 1] = (pn * n, a, b)
+                    continue
+            merged.append((n, a, b))
+        if not merged:
+            merged = [(1, unit, unit)]
+        cdef plan_t* p = &self.p
+        p.width = width
+        p.src_nibble = src_nibble if nibble else 0
+        p.dst_nibble = dst_nibble if nibble else 0
+        p.sign_extend = sign_extend if nibble else 0
+        inner_n, inner_ss, inner_ds = merged[len(merged) - 1]
+        outer = merged[:len(merged) - 1]
+        p.k_n = 1
+        p.k_ss = 0
+        p.k_ds = 0
+        if nibble:
+            p.mode = MODE_NIBBLE
+        elif inner_ss == width and inner_ds == width:
+            p.mode = MODE_MEMCPY
+        elif inner_ss == 0:
+            p.mode = MODE_FILL
+        else:
+            p.mode = MODE_STRIDED
+            # Transposition: another dimension is the source's fastest.
+            best = -1
+            for i, (n, a, b) in enumerate(outer):
+                if 0 < a < inner_ss and (best < 0 or a < outer[best][1]):
+                    best = i
+            if best >= 0 and inner_n >= 8:
+                p.mode = MODE_TILE
+                p.k_n, p.k_ss, p.k_ds = outer.pop(best)
+        p.nouter = len(outer)
+        outer_count = 1
+        for i, (n, a, b) in enumerate(outer):
+            p.on[i] = n
+            p.oss[i] = a
+            p.ods[i] = b
+            outer_count *= n
+        p.inner_n = inner_n
+        p.inner_ss = inner_ss
+        p.inner_ds = inner_ds
+        p.outer_count = outer_count
+        row_elems = inner_n * p.k_n
+        if p.mode == MODE_NIBBLE or row_elems <= SEGMENT_ELEMS:
+            p.seg_len = inner_n
+        else:
+            p.seg_len = max(64, (SEGMENT_ELEMS // p.k_n) // 64 * 64)
+            if p.seg_len > inner_n:
+                p.seg_len = inner_n
+        p.nseg = (inner_n + p.seg_len - 1) // p.seg_len
+        p.ntasks = outer_count * p.nseg
+        count = 1
+        for n in sizes:
+            count *= n
+        p.dst_bytes = count * width
+
+    def describe(self):
+        """A dict describing the plan (for tests and the benchmark)."""
+        names = {MODE_MEMCPY: "memcpy", MODE_FILL: "fill", MODE_STRIDED: "strided",
+                 MODE_TILE: "tile", MODE_NIBBLE: "nibble"}
+        return {
+            "mode": names[self.p.mode],
+            "width": self.p.width,
+            "outer": [(self.p.on[i], self.p.oss[i], self.p.ods[i]) for i in range(self.p.nouter)],
+            "inner": (self.p.inner_n, self.p.inner_ss, self.p.inner_ds),
+            "tile": (self.p.k_n, self.p.k_ss, self.p.k_ds) if self.p.mode == MODE_TILE else None,
+            "tasks": self.p.ntasks,
+            "segment": self.p.seg_len,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# buffers and execution
+
+cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -1:
+    try:
+        PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
+    except TypeError:
+        raise TypeError(
+            f"{name} must support the buffer protocol (bytes, bytearray, memoryview, "
+            f"array.array, numpy.ndarray, mmap, ...), not {type(obj).__name__}"
+        ) from None
+    except BufferError as exc:
+        raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory") from None
+    if writable and view.readonly:
+        PyBuffer_Release(view)
+        raise BufferError(f"{name} is read-only; expected a writable buffer")
+    return 0
+
+
+cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object extent, str name) except -1:
+    if off < 0:
+        raise BufferError(f"{name} offset is {off}; expected at least 0")
+    if need < extent:
+        need = extent
+    if off + need > view.len:
+        raise BufferError(
+            f"{name} too small; expected at least {off + need} bytes "
+            f"(offset {off} + {need}), got {view.len}"
+        )
+    return 0
+
+
+def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_need,
+            object dst, Py_ssize_t dst_offset, object dst_need, bint refuse_alias=False):
+    """Run ``plan`` from ``src`` to ``dst``; return False (doing nothing) on aliasing.
+
+    Both buffers are acquired for the whole call; each range
+    ``[offset, offset + max(need, plan extent))`` is checked against the
+    acquired length before any memory is touched.  With ``refuse_alias``, if
+    the two byte ranges intersect, nothing is copied and False is returned.
+    """
+    cdef Py_buffer sv, dv
+    cdef const char* s
+    cdef char* d
+    cdef uintptr_t s0, s1, d0, d1
+    cdef int nthreads = g_num_threads
+    _acquire(&sv, src, False, "source buffer")
+    try:
+        _acquire(&dv, dst, True, "destination buffer")
+        try:
+            _check_range(&sv, src_offset, src_need, plan.src_extent, "source buffer")
+            _check_range(&dv, dst_offset, dst_need, plan.dst_extent, "destination buffer")
+            s = <const char*>sv.buf + src_offset
+            d = <char*>dv.buf + dst_offset
+            if refuse_alias:
+                s0 = <uintptr_t>s
+                s1 = s0 + <uintptr_t>(<int64_t>plan.src_extent)
+                d0 = <uintptr_t>d
+                d1 = d0 + <uintptr_t>(<int64_t>plan.dst_extent)
+                if s0 < d1 and d0 < s1:
+                    return False
+            with nogil:
+                _execute(&plan.p, s, d, nthreads)
+        finally:
+            PyBuffer_Release(&dv)
+    finally:
+        PyBuffer_Release(&sv)
+    return True
+
+
+def buffer_info(object obj, str name="buffer"):
+    """Return (nbytes, readonly) of a contiguous buffer, with dmlstride's errors."""
+    cdef Py_buffer v
+    _acquire(&v, obj, False, name)
+    try:
+        return v.len, bool(v.readonly)
+    finally:
+        PyBuffer_Release(&v)
+
+
+def set_num_threads(int n):
+    """Set the number of kernel threads (1 when built without OpenMP)."""
+    global g_num_threads
+    if n < 1:
+        raise ValueError(f"number of threads is {n}; expected at least 1")
+    g_num_threads = n if DMLSTRIDE_HAVE_OPENMP else 1
+
+
+def get_num_threads():
+    """Number of kernel threads in use."""
+    return g_num_threads
+
+
+def have_openmp():
+    """Whether the extension was built with OpenMP."""
+    return bool(DMLSTRIDE_HAVE_OPENMP)

@@ -1,0 +1,358 @@
+"""gather, scatter, copy_tensor and view: moving elements through arbitrary strides.
+
+Every argument is checked here, once, before the private Cython engine runs;
+the engine re-checks each bound against the buffer it actually acquired and
+holds every buffer export for the whole call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from . import _engine
+from ._checks import as_int, packed_strides
+from .datatypes import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDataType, numpy_dtype
+from .descriptor import BufferTensorDesc
+from .errors import DescriptorError
+
+__all__ = ["gather", "scatter", "copy_tensor", "view", "set_num_threads", "get_num_threads"]
+
+_FOUR_BIT_RANGE = {TensorDataType.UINT4: (0, 15), TensorDataType.INT4: (-8, 7)}
+_CACHE_LIMIT = 16
+
+
+def _check_desc(desc: Any, name: str = "desc") -> BufferTensorDesc:
+    if not isinstance(desc, BufferTensorDesc):
+        raise TypeError(f"{name} must be a BufferTensorDesc, not {type(desc).__name__}")
+    return desc
+
+
+def _check_offset(offset: Any, desc: BufferTensorDesc, check_alignment: bool, name: str) -> int:
+    off = as_int(offset, name)
+    if off < 0:
+        raise BufferError(f"{name} is {off}; expected at least 0")
+    if check_alignment:
+        if off % MINIMUM_BUFFER_TENSOR_ALIGNMENT:
+            raise DescriptorError(
+                f"{name} is {off}; a buffer tensor's binding offset must be a multiple of "
+                f"{MINIMUM_BUFFER_TENSOR_ALIGNMENT} (pass check_alignment=False to relax)"
+            )
+        align = desc.guaranteed_base_offset_alignment
+        if align and off % align:
+            raise DescriptorError(
+                f"{name} is {off}; expected a multiple of guaranteed_base_offset_alignment ({align})"
+            )
+    if off >= 2**62:
+        raise BufferError(f"{name} is {off}; it lies past the end of any buffer")
+    return off
+
+
+def _cached(desc: BufferTensorDesc, key: Any, make: Any) -> Any:
+    cache = desc._cache
+    plan = cache.get(key)
+    if plan is None:
+        plan = make()
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = plan
+    return plan
+
+
+def _plan(desc: BufferTensorDesc, direction: str) -> _engine.Plan:
+    """Plan between the descriptor's layout and a packed C-ordered array."""
+    bits = desc.element_bits
+    packed = packed_strides(desc.sizes)
+    signed = desc.data_type is TensorDataType.INT4
+    if direction == "gather":
+        make = lambda: _engine.Plan(desc.sizes, desc.effective_strides, packed, bits, True, False, signed)
+    else:
+        make = lambda: _engine.Plan(desc.sizes, packed, desc.effective_strides, bits, False, True, signed)
+    return _cached(desc, direction, make)
+
+
+def _refuse_overlapping_destination(desc: BufferTensorDesc, name: str) -> None:
+    if desc.has_overlap:
+        raise DescriptorError(
+            f"{name} has overlapping elements (two indices share an offset, e.g. broadcast strides "
+            f"{desc.effective_strides}); writing through it would depend on write order"
+        )
+
+
+def gather(
+    buffer: Any,
+    desc: BufferTensorDesc,
+    *,
+    offset: int = 0,
+    out: np.ndarray | None = None,
+    check_alignment: bool = True,
+) -> np.ndarray:
+    """Read the tensor ``desc`` describes, ``offset`` bytes into ``buffer``, into a packed array.
+
+    Parameters
+    ----------
+    buffer : buffer-like
+        Any contiguous object exporting the buffer protocol (bytes, bytearray,
+        memoryview, array.array, numpy array, mmap, ...).  Its raw bytes are used.
+    desc : BufferTensorDesc
+    offset : int, optional
+        Byte offset of the tensor's buffer range; a multiple of 16 and of
+        ``desc.guaranteed_base_offset_alignment`` (DirectML's binding rule).
+    out : numpy.ndarray, optional
+        A writable C-contiguous array of shape ``desc.sizes`` and dtype
+        ``numpy_dtype(desc.data_type)`` to fill.
+    check_alignment : bool, optional
+        ``False`` relaxes only the alignment rule for ``offset``; bounds are always checked.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``desc.sizes``, C order.  4-bit types unpack to one element per byte
+        (INT4 sign-extended).
+
+    Raises
+    ------
+    BufferError
+        ``offset + desc.total_tensor_size_in_bytes`` exceeds the buffer, or the
+        buffer is not contiguous.
+    DescriptorError
+        ``offset`` breaks the alignment rule.
+
+    Examples
+    --------
+    >>> buf = b"ABCxxDEFxx" + bytes(6)
+    >>> d = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
+    >>> gather(buf, d).tobytes()
+    b'ABCDEF'
+    """
+    _check_desc(desc)
+    off = _check_offset(offset, desc, check_alignment, "offset")
+    plan = _plan(desc, "gather")
+    dtype = numpy_dtype(desc.data_type)
+    if out is None:
+        out = np.empty(desc.sizes, dtype=dtype)
+    else:
+        _check_out(out, desc, dtype)
+    _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0)
+    return out
+
+
+def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
+    if out.shape != desc.sizes:
+        raise ValueError(f"out has shape {out.shape}; expected {desc.sizes}")
+    if out.dtype != dtype:
+        raise TypeError(f"out has dtype {out.dtype}; expected {dtype}")
+    if not out.flags.c_contiguous:
+        raise BufferError("out is not C-contiguous; expected a C-contiguous array")
+    if not out.flags.writeable:
+        raise BufferError("out is read-only; expected a writable array")
+
+
+def _prepare_source(array: Any, desc: BufferTensorDesc) -> np.ndarray:
+    """Convert ``array`` to a C-contiguous array of the descriptor's dtype, or refuse."""
+    dtype = numpy_dtype(desc.data_type)
+    arr = np.asarray(array)
+    if arr.shape != desc.sizes:
+        raise ValueError(f"array has shape {arr.shape}; expected exactly {desc.sizes} (desc.sizes)")
+    if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+        raise TypeError(
+            f"array has dtype {arr.dtype}; cannot convert to {dtype} "
+            f"({desc.data_type.name}) under casting='same_kind'"
+        )
+    rng = _FOUR_BIT_RANGE.get(desc.data_type)
+    if rng is not None:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < rng[0] or hi > rng[1]:
+            raise ValueError(
+                f"array holds values from {lo} to {hi}; {desc.data_type.name} elements "
+                f"must be {rng[0]} to {rng[1]}"
+            )
+    if arr.dtype == dtype and arr.flags.c_contiguous:
+        return arr
+    out = np.empty(desc.sizes, dtype=dtype)
+    np.copyto(out, arr, casting="same_kind")
+    return out
+
+
+def scatter(
+    array: Any,
+    desc: BufferTensorDesc,
+    buffer: Any,
+    *,
+    offset: int = 0,
+    check_alignment: bool = True,
+) -> None:
+    """Write ``array`` into the elements of the tensor ``desc`` describes in ``buffer``.
+
+    Exactly the tensor's elements are written: padding, bytes past the last
+    element and, for 4-bit types, the neighbouring nibble stay as they were.
+
+    Parameters
+    ----------
+    array : array-like
+        Shape exactly ``desc.sizes``; converted as ``numpy.copyto(...,
+        casting="same_kind")`` would, refused otherwise.
+    desc : BufferTensorDesc
+        Must not overlap (``desc.has_overlap``), or the result would depend on write order.
+    buffer : writable buffer-like
+    offset, check_alignment
+        As for :func:`gather`.
+
+    Raises
+    ------
+    BufferError
+        The buffer is read-only, not contiguous or too small.
+    DescriptorError
+        The destination overlaps, or ``offset`` breaks the alignment rule.
+    TypeError
+        ``array``'s dtype cannot be converted under ``same_kind``.
+    ValueError
+        ``array`` has the wrong shape, or 4-bit values are out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> buf = bytearray(b"." * 16)
+    >>> rows = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.uint8)
+    >>> scatter(rows, BufferTensorDesc("uint8", [2, 3], strides=[5, 1]), buf)
+    >>> bytes(buf[:10])
+    b'\\x01\\x02\\x03..\\x04\\x05\\x06..'
+    """
+    _check_desc(desc)
+    off = _check_offset(offset, desc, check_alignment, "offset")
+    _refuse_overlapping_destination(desc, "desc")
+    src = _prepare_source(array, desc)
+    plan = _plan(desc, "scatter")
+    _engine.execute(plan, src, 0, 0, buffer, off, desc.total_tensor_size_in_bytes)
+
+
+def copy_tensor(
+    src: Any,
+    src_desc: BufferTensorDesc,
+    dst: Any,
+    dst_desc: BufferTensorDesc,
+    *,
+    src_offset: int = 0,
+    dst_offset: int = 0,
+    check_alignment: bool = True,
+) -> None:
+    """Copy a tensor from one strided layout to another in one pass.
+
+    Examples: NCHW -> NHWC, padded -> packed, broadcast -> expanded.  Both
+    descriptors need the same sizes and data type; the destination follows the
+    rules of :func:`scatter`.  If the two byte ranges overlap in memory the
+    copy goes through a temporary, so the result is always what a copy via a
+    temporary would give.
+
+    Examples
+    --------
+    >>> nhwc = BufferTensorDesc.from_layout("uint8", [1, 2, 2, 2], "NHWC")
+    >>> nchw = BufferTensorDesc("uint8", [1, 2, 2, 2])
+    >>> dst = bytearray(16)
+    >>> copy_tensor(b"aAbBcCdD" + bytes(8), nhwc, dst, nchw)
+    >>> bytes(dst[:8])
+    b'abcdABCD'
+    """
+    _check_desc(src_desc, "src_desc")
+    _check_desc(dst_desc, "dst_desc")
+    if src_desc.sizes != dst_desc.sizes:
+        raise DescriptorError(
+            f"dst_desc.sizes {dst_desc.sizes} differ from src_desc.sizes {src_desc.sizes}; expected the same sizes"
+        )
+    if src_desc.data_type is not dst_desc.data_type:
+        raise DescriptorError(
+            f"dst_desc.data_type {dst_desc.data_type.name} differs from src_desc.data_type "
+            f"{src_desc.data_type.name}; expected the same data type"
+        )
+    soff = _check_offset(src_offset, src_desc, check_alignment, "src_offset")
+    doff = _check_offset(dst_offset, dst_desc, check_alignment, "dst_offset")
+    _refuse_overlapping_destination(dst_desc, "dst_desc")
+    bits = src_desc.element_bits
+    plan = _cached(
+        src_desc,
+        ("copy", dst_desc),
+        lambda: _engine.Plan(src_desc.sizes, src_desc.effective_strides, dst_desc.effective_strides, bits),
+    )
+    done = _engine.execute(
+        plan, src, soff, src_desc.total_tensor_size_in_bytes,
+        dst, doff, dst_desc.total_tensor_size_in_bytes, True,
+    )
+    if not done:
+        # The ranges overlap in memory: go through a packed temporary.
+        tmp = gather(src, src_desc, offset=soff, check_alignment=False)
+        _engine.execute(
+            _plan(dst_desc, "scatter"), tmp, 0, 0, dst, doff, dst_desc.total_tensor_size_in_bytes
+        )
+
+
+def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignment: bool = True) -> np.ndarray:
+    """A zero-copy numpy view of the tensor ``desc`` describes in ``buffer``.
+
+    Byte strides are element strides times the item size.  The view is
+    read-only when the descriptor overlaps (e.g. broadcast) or the buffer is
+    read-only.  4-bit types cannot be viewed; use :func:`gather`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> buf = bytearray(b"ABCxxDEFxx" + bytes(6))
+    >>> v = view(buf, BufferTensorDesc("uint8", [2, 3], strides=[5, 1]))
+    >>> v.tobytes(), v.strides
+    (b'ABCDEF', (5, 1))
+    """
+    _check_desc(desc)
+    if desc.element_bits < 8:
+        raise DescriptorError(
+            f"{desc.data_type.name} elements are 4 bits wide and cannot be viewed by numpy; "
+            "use gather() to unpack them"
+        )
+    off = _check_offset(offset, desc, check_alignment, "offset")
+    nbytes, readonly = _engine.buffer_info(buffer)
+    need = desc.total_tensor_size_in_bytes
+    if off + need > nbytes:
+        raise BufferError(
+            f"buffer too small; expected at least {off + need} bytes (offset {off} + {need}), got {nbytes}"
+        )
+    dtype = numpy_dtype(desc.data_type)
+    raw = np.frombuffer(buffer, dtype=np.uint8, count=nbytes) if nbytes else np.empty(0, np.uint8)
+    strides = tuple(s * dtype.itemsize for s in desc.effective_strides)
+    out = np.ndarray(desc.sizes, dtype=dtype, buffer=raw, offset=off, strides=strides)
+    if readonly or desc.has_overlap:
+        out.flags.writeable = False
+    return out
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of threads the kernels may use (at least 1).
+
+    Builds without OpenMP always use 1.  The default comes from the
+    ``DMLSTRIDE_NUM_THREADS`` environment variable, else the CPUs available.
+    """
+    _engine.set_num_threads(as_int(n, "n"))
+
+
+def get_num_threads() -> int:
+    """The number of threads the kernels use."""
+    return int(_engine.get_num_threads())
+
+
+def _default_threads() -> int:
+    env = os.environ.get("DMLSTRIDE_NUM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+_engine.set_num_threads(_default_threads())

@@ -1,0 +1,523 @@
+"""``BufferTensorDesc``: an immutable, validated ``DML_BUFFER_TENSOR_DESC``."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _overlap
+from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, last_index, packed_strides, product
+from .datatypes import (
+    MAX_ELEMENT_COUNT,
+    TensorDataType,
+    TensorFlags,
+    data_type as _to_data_type,
+    element_bits as _element_bits,
+    numpy_dtype,
+)
+from .errors import DescriptorError
+from .sizes import (
+    _as_broadcast,
+    _strides_for_order,
+    calc_buffer_tensor_size,
+    calculate_strides,
+    layout_names,
+    layout_order,
+)
+
+__all__ = ["BufferTensorDesc", "DML_BUFFER_TENSOR_DESC"]
+
+
+class DML_BUFFER_TENSOR_DESC(ctypes.Structure):
+    """``DML_BUFFER_TENSOR_DESC`` with the C layout of SPEC section 5 (48 bytes on 64-bit)."""
+
+    _fields_ = [
+        ("DataType", ctypes.c_int),
+        ("Flags", ctypes.c_uint),
+        ("DimensionCount", ctypes.c_uint),
+        ("Sizes", ctypes.POINTER(ctypes.c_uint)),
+        ("Strides", ctypes.POINTER(ctypes.c_uint)),
+        ("TotalTensorSizeInBytes", ctypes.c_uint64),
+        ("GuaranteedBaseOffsetAlignment", ctypes.c_uint),
+    ]
+
+
+_KNOWN_FLAGS = int(TensorFlags.OWNED_BY_DML)
+
+
+class BufferTensorDesc:
+    """A validated, immutable DirectML buffer-tensor description.
+
+    Parameters
+    ----------
+    data_type : data-type-like
+        Anything :func:`dmlstride.data_type` accepts, except UNKNOWN.
+    sizes : sequence of int
+        1 to 8 logical sizes, each 1 to 2**32 - 1, in canonical order.
+    strides : sequence of int, optional
+        Element strides, 0 to 2**32 - 1, one per dimension; ``None`` (default)
+        means packed row-major, as a null ``Strides`` pointer does.
+    total_tensor_size_in_bytes : int, optional
+        Size of the buffer range holding the tensor; at least the minimum
+        implied size, below 2**64.  Defaults to the minimum implied size.
+    guaranteed_base_offset_alignment : int, optional
+        0, or a power of two at least the element size in bytes.
+    flags : TensorFlags, optional
+
+    Raises
+    ------
+    DescriptorError
+        A field breaks a rule of SPEC section 4; the message names the field.
+    TypeError
+        A field has the wrong type.
+
+    Examples
+    --------
+    >>> d = BufferTensorDesc("float32", [1, 1, 3, 5], strides=[15, 1, 5, 1])
+    >>> d.layout, d.total_tensor_size_in_bytes, d.is_packed
+    ('NHWC', 60, True)
+    >>> padded = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
+    >>> padded.is_padded, padded.offset_of((1, 2))
+    (True, 7)
+    """
+
+    __slots__ = (
+        "_data_type",
+        "_flags",
+        "_sizes",
+        "_strides",
+        "_total",
+        "_alignment",
+        "_effective",
+        "_last",
+        "_overlap",
+        "_hash",
+        "_cache",
+    )
+
+    def __init__(
+        self,
+        data_type: Any,
+        sizes: Sequence[int],
+        strides: Sequence[int] | None = None,
+        total_tensor_size_in_bytes: int | None = None,
+        guaranteed_base_offset_alignment: int = 0,
+        flags: int = TensorFlags.NONE,
+    ) -> None:
+        dt = _to_data_type(data_type)
+        if dt is TensorDataType.UNKNOWN:
+            raise DescriptorError("data_type is UNKNOWN (0); expected one of the 13 valid data types")
+        sizes_t = as_sizes(sizes)
+        strides_t = None if strides is None else as_strides(strides, len(sizes_t))
+        count = product(sizes_t)
+        if count > MAX_ELEMENT_COUNT:
+            raise DescriptorError(
+                f"sizes {sizes_t} hold {count} elements; the element count must be at most "
+                f"2**32 - 1 = {MAX_ELEMENT_COUNT}"
+            )
+        minimum = calc_buffer_tensor_size(dt, sizes_t, strides_t)
+        if total_tensor_size_in_bytes is None:
+            total = minimum
+        else:
+            total = as_int(total_tensor_size_in_bytes, "total_tensor_size_in_bytes")
+            if total < minimum:
+                raise DescriptorError(
+                    f"total_tensor_size_in_bytes is {total}; expected at least the minimum "
+                    f"implied size, {minimum}"
+                )
+            if total >= UINT64_LIMIT:
+                raise DescriptorError(
+                    f"total_tensor_size_in_bytes is {total}; expected less than 2**64"
+                )
+        align = as_int(guaranteed_base_offset_alignment, "guaranteed_base_offset_alignment")
+        if align != 0:
+            elem_bytes = (_element_bits(dt) + 7) // 8
+            if align < 0 or align & (align - 1) or align < elem_bytes or align > UINT32_MAX:
+                raise DescriptorError(
+                    f"guaranteed_base_offset_alignment is {align}; expected 0 or a power of two "
+                    f"of at least the element size ({elem_bytes} bytes) and below 2**32"
+                )
+        fl = as_int(flags, "flags")
+        if fl < 0 or fl & ~_KNOWN_FLAGS:
+            raise DescriptorError(
+                f"flags is {fl:#x}; expected only known bits (NONE = 0, OWNED_BY_DML = 1)"
+            )
+        effective = strides_t if strides_t is not None else packed_strides(sizes_t)
+        set_ = object.__setattr__
+        set_(self, "_data_type", dt)
+        set_(self, "_flags", TensorFlags(fl))
+        set_(self, "_sizes", sizes_t)
+        set_(self, "_strides", strides_t)
+        set_(self, "_total", total)
+        set_(self, "_alignment", align)
+        set_(self, "_effective", effective)
+        set_(self, "_last", last_index(sizes_t, effective))
+        set_(self, "_overlap", None)
+        set_(self, "_hash", None)
+        set_(self, "_cache", {})
+
+    # -- immutability, equality, hashing -------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"BufferTensorDesc is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"BufferTensorDesc is immutable; cannot delete {name!r}")
+
+    def _key(self) -> tuple:
+        return (
+            self._data_type,
+            self._flags,
+            self._sizes,
+            self._strides,
+            self._total,
+            self._alignment,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BufferTensorDesc):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash(self._key())
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __repr__(self) -> str:
+        parts = [f"{self._data_type.name}", f"sizes={list(self._sizes)}"]
+        if self._strides is not None:
+            parts.append(f"strides={list(self._strides)}")
+        parts.append(f"total_tensor_size_in_bytes={self._total}")
+        if self._alignment:
+            parts.append(f"guaranteed_base_offset_alignment={self._alignment}")
+        if self._flags:
+            parts.append(f"flags={self._flags!r}")
+        return f"BufferTensorDesc({', '.join(parts)})"
+
+    def __reduce__(self) -> tuple:
+        return (
+            BufferTensorDesc,
+            (int(self._data_type), self._sizes, self._strides, self._total, self._alignment, int(self._flags)),
+        )
+
+    # -- fields ---------------------------------------------------------------------------
+
+    @property
+    def data_type(self) -> TensorDataType:
+        """The element type."""
+        return self._data_type
+
+    @property
+    def flags(self) -> TensorFlags:
+        """``DML_TENSOR_FLAGS``."""
+        return self._flags
+
+    @property
+    def dimension_count(self) -> int:
+        """Number of dimensions, 1 to 8."""
+        return len(self._sizes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Logical size of each dimension."""
+        return self._sizes
+
+    @property
+    def strides(self) -> tuple[int, ...] | None:
+        """Element strides as given, or ``None`` when packed-implicit."""
+        return self._strides
+
+    @property
+    def total_tensor_size_in_bytes(self) -> int:
+        """Size in bytes of the buffer range that holds the tensor."""
+        return self._total
+
+    @property
+    def guaranteed_base_offset_alignment(self) -> int:
+        """Promised alignment of the binding offset (0: no promise)."""
+        return self._alignment
+
+    # -- derived properties ---------------------------------------------------------------
+
+    @property
+    def element_bits(self) -> int:
+        """Bits per element."""
+        return _element_bits(self._data_type)
+
+    @property
+    def element_count(self) -> int:
+        """Logical element count, the product of the sizes."""
+        return product(self._sizes)
+
+    @property
+    def minimum_size_in_bytes(self) -> int:
+        """Minimum implied size (``DMLCalcBufferTensorSize``)."""
+        return calc_buffer_tensor_size(self._data_type, self._sizes, self._strides)
+
+    @property
+    def effective_strides(self) -> tuple[int, ...]:
+        """The strides in use: as given, or packed row-major when ``strides`` is None."""
+        return self._effective
+
+    @property
+    def last_offset(self) -> int:
+        """Element offset of the last element, ``sum((size - 1) * stride)``."""
+        return self._last
+
+    @property
+    def has_overlap(self) -> bool:
+        """Exactly: do two distinct indices share an element offset?"""
+        o = self._overlap
+        if o is None:
+            o = _overlap.has_overlap(self._sizes, self._effective)
+            object.__setattr__(self, "_overlap", o)
+        return o
+
+    @property
+    def is_packed(self) -> bool:
+        """Every element has its own offset and the offsets fill ``0 .. count - 1``."""
+        return self._last + 1 == self.element_count and not self.has_overlap
+
+    @property
+    def is_broadcast(self) -> bool:
+        """Some dimension of size > 1 has stride 0."""
+        return any(n > 1 and s == 0 for n, s in zip(self._sizes, self._effective))
+
+    @property
+    def is_padded(self) -> bool:
+        """No overlap, and the strides leave gaps (more offsets than elements)."""
+        return self._last + 1 > self.element_count and not self.has_overlap
+
+    @property
+    def layout(self) -> str | None:
+        """The first named layout of this rank whose packed strides equal ``effective_strides``.
+
+        Tried in the order of :func:`dmlstride.layout_names` (``NCHW`` before ``NHWC``).
+        """
+        for name in layout_names(len(self._sizes)):
+            try:
+                if calculate_strides(name, self._sizes) == self._effective:
+                    return name
+            except DescriptorError:
+                continue
+        return None
+
+    # -- methods --------------------------------------------------------------------------
+
+    def offset_of(self, index: Sequence[int]) -> int:
+        """Element offset of a logical index: the dot product of index and strides.
+
+        Raises
+        ------
+        IndexError
+            An index component is negative or not below its size.
+
+        Examples
+        --------
+        >>> BufferTensorDesc("uint8", [2, 2, 3]).offset_of((1, 0, 1))
+        7
+        """
+        if isinstance(index, (str, bytes)) or not isinstance(index, (Sequence, np.ndarray)):
+            raise TypeError(f"index must be a sequence of integers, not {type(index).__name__}")
+        if len(index) != len(self._sizes):
+            raise IndexError(f"index has {len(index)} entries; expected {len(self._sizes)}")
+        total = 0
+        for k, (i, n, s) in enumerate(zip(index, self._sizes, self._effective)):
+            i = as_int(i, f"index[{k}]")
+            if not 0 <= i < n:
+                raise IndexError(f"index[{k}] is {i}; expected 0 to {n - 1}")
+            total += i * s
+        return total
+
+    def offsets(self) -> np.ndarray:
+        """Element offset of every element, as a flat int64 array in logical C order.
+
+        Examples
+        --------
+        >>> BufferTensorDesc("uint8", [2, 3], strides=[5, 1]).offsets().tolist()
+        [0, 1, 2, 5, 6, 7]
+        """
+        if self._last >= 2**63:
+            raise DescriptorError(f"the last element offset {self._last} does not fit in int64")
+        out = np.zeros(1, dtype=np.int64)
+        for n, s in zip(self._sizes, self._effective):
+            out = (out[:, None] + np.arange(n, dtype=np.int64) * np.int64(s)).reshape(-1)
+        return out
+
+    def to_rank(self, rank: int) -> BufferTensorDesc:
+        """Pad leading dimensions with size 1 up to ``rank`` (or drop leading size-1 dims).
+
+        Explicit strides of the new leading dimensions continue the packed
+        pattern (size times stride of the dimension below).
+
+        Examples
+        --------
+        >>> BufferTensorDesc("float32", [3, 5], strides=[5, 1]).to_rank(4).strides
+        (15, 15, 5, 1)
+        """
+        rank = as_int(rank, "rank")
+        if not 1 <= rank <= 8:
+            raise DescriptorError(f"rank is {rank}; expected 1 to 8")
+        sizes, strides = list(self._sizes), None if self._strides is None else list(self._strides)
+        while len(sizes) > rank:
+            if sizes[0] != 1:
+                raise DescriptorError(
+                    f"cannot reduce sizes {self._sizes} to rank {rank}: leading dimension of size {sizes[0]} != 1"
+                )
+            sizes.pop(0)
+            if strides is not None:
+                strides.pop(0)
+        while len(sizes) < rank:
+            if strides is not None:
+                strides.insert(0, min(sizes[0] * strides[0], UINT32_MAX))
+            sizes.insert(0, 1)
+        return BufferTensorDesc(
+            self._data_type, sizes, strides, self._total, self._alignment, self._flags
+        )
+
+    @classmethod
+    def from_layout(
+        cls,
+        data_type: Any,
+        sizes: Sequence[int],
+        layout: str | Sequence[int] = "NCHW",
+        *,
+        broadcast: Sequence[bool] | None = None,
+        row_pitch_alignment: int | None = None,
+    ) -> BufferTensorDesc:
+        """Describe a tensor laid out in memory as ``layout``.
+
+        Parameters
+        ----------
+        data_type, sizes
+            As for the constructor; sizes in canonical logical order.
+        layout : str or sequence of int
+            Memory order from slowest to fastest, as for :func:`calculate_strides`.
+            A string must be a permutation of the rank's dimension letters.
+        broadcast : sequence of bool, optional
+            Dimensions that are broadcast (stride 0).
+        row_pitch_alignment : int, optional
+            In bytes: the stride of the second-fastest memory dimension is rounded
+            up so every row starts on a multiple of this many bytes (graphics row pitch).
+
+        Examples
+        --------
+        >>> BufferTensorDesc.from_layout("float32", [1, 1, 3, 5], "NHWC").strides
+        (15, 1, 5, 1)
+        >>> BufferTensorDesc.from_layout("uint8", [2, 3], "HW", row_pitch_alignment=4).strides
+        (4, 1)
+        """
+        dt = _to_data_type(data_type)
+        bits = _element_bits(dt)
+        sizes_t = as_sizes(sizes)
+        if isinstance(layout, str) and len(layout) != len(sizes_t) and len(sizes_t) > 5:
+            raise DescriptorError(f"layout {layout!r} does not name a rank-{len(sizes_t)} layout")
+        order = layout_order(layout, len(sizes_t))
+        bc = _as_broadcast(broadcast, len(sizes_t))
+        pitch = None
+        if row_pitch_alignment is not None:
+            align = as_int(row_pitch_alignment, "row_pitch_alignment")
+            if align <= 0 or (align * 8) % bits:
+                raise DescriptorError(
+                    f"row_pitch_alignment is {align}; expected a positive number of bytes "
+                    f"that is a whole number of {bits}-bit elements"
+                )
+            pitch = align * 8 // bits
+        strides = _strides_for_order(sizes_t, order, bc, pitch)
+        return cls(dt, sizes_t, strides)
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray) -> BufferTensorDesc:
+        """Describe the memory of an existing numpy array, starting at its first element.
+
+        The array's strides must be non-negative multiples of its item size.  A
+        C-contiguous array gets ``strides=None``; a 0-d array is described as sizes ``(1,)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> a = np.zeros((4, 6), dtype=np.float32)[:, :3]
+        >>> BufferTensorDesc.from_numpy(a)
+        BufferTensorDesc(FLOAT32, sizes=[4, 3], strides=[6, 1], total_tensor_size_in_bytes=84)
+        """
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"array must be a numpy.ndarray, not {type(array).__name__}")
+        dt = _to_data_type(array.dtype)
+        if array.ndim == 0:
+            return cls(dt, (1,))
+        if array.size == 0:
+            raise DescriptorError(f"array has shape {array.shape}; every size must be at least 1")
+        item = array.itemsize
+        if array.flags.c_contiguous:
+            return cls(dt, array.shape)
+        strides = []
+        for axis, (n, s) in enumerate(zip(array.shape, array.strides)):
+            if n == 1:
+                strides.append(0)
+                continue
+            if s < 0 or s % item:
+                raise DescriptorError(
+                    f"array.strides[{axis}] is {s} bytes; expected a non-negative multiple "
+                    f"of the item size ({item})"
+                )
+            strides.append(s // item)
+        return cls(dt, array.shape, strides)
+
+    def to_ctypes(self) -> DML_BUFFER_TENSOR_DESC:
+        """A ``DML_BUFFER_TENSOR_DESC`` ctypes structure with the C layout of SPEC section 5.
+
+        The structure keeps its own size and stride arrays alive.
+
+        Examples
+        --------
+        >>> import ctypes
+        >>> s = BufferTensorDesc("float32", [1, 1, 3, 5]).to_ctypes()
+        >>> ctypes.sizeof(s), s.DimensionCount, s.Sizes[3], bool(s.Strides)
+        (48, 4, 5, False)
+        """
+        n = len(self._sizes)
+        sizes = (ctypes.c_uint * n)(*self._sizes)
+        desc = DML_BUFFER_TENSOR_DESC()
+        desc.DataType = int(self._data_type)
+        desc.Flags = int(self._flags)
+        desc.DimensionCount = n
+        desc.Sizes = ctypes.cast(sizes, ctypes.POINTER(ctypes.c_uint))
+        keep = [sizes]
+        if self._strides is not None:
+            strides = (ctypes.c_uint * n)(*self._strides)
+            desc.Strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_uint))
+            keep.append(strides)
+        desc.TotalTensorSizeInBytes = self._total
+        desc.GuaranteedBaseOffsetAlignment = self._alignment
+        desc._keepalive = keep  # type: ignore[attr-defined]
+        return desc
+
+    def explain(self, max_elements: int = 64) -> str:
+        """Draw the logical view and the memory view of the tensor, as the seeds do.
+
+        Elements are lettered A, B, C, ... in logical order; in the memory row,
+        padding shows as ``x`` and overlapping (broadcast) offsets show every
+        letter that lands there.  Tensors with more than ``max_elements``
+        elements or offsets are summarised.
+
+        Examples
+        --------
+        >>> print(BufferTensorDesc("uint8", [2, 3], strides=[5, 1]).explain())
+        ... # doctest: +NORMALIZE_WHITESPACE
+        UINT8 sizes [2, 3] strides [5, 1] (padded)
+        logical view:
+        A B C
+        D E F
+        memory view (element offsets 0..9):
+        offset: 0 1 2 3 4 5 6 7 8 9
+        value:  A B C x x D E F x x
+        """
+        from ._explain import explain
+
+        return explain(self, max_elements)
