@@ -506,17 +506,6 @@ class BufferTensorDesc:
         letter that lands there.  Tensors with more than ``max_elements``
         elements or offsets are summarised.
 
-        Examples
-        --------
-        >>> print(BufferTensorDesc("uint8", [2, 3], strides=[5, 1]).explain())
-        ... # doctest: +NORMALIZE_WHITESPACE
-        UINT8 sizes [2, 3] strides [5, 1] (padded)
-        logical view:
-        A B C
-        D E F
-        memory view (element offsets 0..9):
-        offset: 0 1 2 3 4 5 6 7 8 9
-        value:  A B C x x D E F x x
         """
         from ._explain import explain
 
