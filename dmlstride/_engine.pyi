@@ -1,0 +1,34 @@
+"""Type stub for the private Cython copy engine."""
+
+from collections.abc import Sequence
+from typing import Any
+
+class Plan:
+    src_extent: int
+    dst_extent: int
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        src_strides: Sequence[int],
+        dst_strides: Sequence[int],
+        element_bits: int,
+        src_nibble: bool = ...,
+        dst_nibble: bool = ...,
+        sign_extend: bool = ...,
+    ) -> None: ...
+    def describe(self) -> dict[str, Any]: ...
+
+def execute(
+    plan: Plan,
+    src: Any,
+    src_offset: int,
+    src_need: int,
+    dst: Any,
+    dst_offset: int,
+    dst_need: int,
+    refuse_alias: bool = ...,
+) -> bool: ...
+def buffer_info(obj: Any, name: str = ...) -> tuple[int, bool]: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
+def have_openmp() -> bool: ...
