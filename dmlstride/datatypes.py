@@ -150,7 +150,8 @@ def data_type(x: Any) -> TensorDataType:
             return found
         try:
             dt = np.dtype(x)
-        except TypeError:
+        except (TypeError, ValueError, SyntaxError):
+            # numpy parses some malformed strings ("f4,,") with Python's parser.
             raise DescriptorError(
                 f"data_type {x!r} is not a DirectML data type name or numpy dtype; "
                 f"expected one of {', '.join(t.name for t in TensorDataType)}"
@@ -160,8 +161,9 @@ def data_type(x: Any) -> TensorDataType:
         return _from_numpy_dtype(x, x)
     if isinstance(x, type) and issubclass(x, np.generic):
         return _from_numpy_dtype(np.dtype(x), x)
-    if x in (float, int, complex):
-        # Python's builtin scalar types are numpy dtype-likes too.
+    if any(x is t for t in (bool, int, float, complex)):
+        # Python's builtin scalar types are numpy dtype-likes too.  (Identity, not
+        # ``in``: ``in`` compares with ``==``, which an array answers elementwise.)
         return _from_numpy_dtype(np.dtype(x), x)
     raise TypeError(
         f"data_type must be a TensorDataType, int, str or numpy dtype, not {type(x).__name__}"
