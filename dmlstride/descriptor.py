@@ -501,11 +501,56 @@ class BufferTensorDesc:
     def explain(self, max_elements: int = 64) -> str:
         """Draw the logical view and the memory view of the tensor, as the seeds do.
 
-        Elements are lettered A, B, C, ... in logical order; in the memory row,
-        padding shows as ``x`` and overlapping (broadcast) offsets show every
-        letter that lands there.  Tensors with more than ``max_elements``
-        elements or offsets are summarised.
+        Each distinct element offset gets a letter (A, B, C, ...) in order of
+        first appearance in logical C order, so broadcast elements repeat their
+        letter in the logical view.  The memory view is an ``offset:``/``value:``
+        table over element offsets ``0 .. E - 1`` in which padding shows as
+        ``x``; ``repeats:`` lines list offsets shared by several elements.
 
+        Parameters
+        ----------
+        max_elements : int, optional
+            Tensors with more elements than this, or a memory view wider than
+            ``4 * max_elements`` offsets, are summarised instead of drawn; the
+            summary never enumerates the elements.
+
+        Returns
+        -------
+        str
+            The picture, lines joined by ``\\n``.  See :func:`dmlstride._explain.explain`.
+
+        Raises
+        ------
+        TypeError
+            ``max_elements`` is not an integer.
+        ValueError
+            ``max_elements`` is less than 1.
+
+        Examples
+        --------
+        >>> print(BufferTensorDesc("uint8", [2, 3], strides=[5, 1]).explain())
+        UINT8 tensor, sizes [2, 3], strides [5, 1]: padded
+        summary: 6 elements, element offsets 0..9 (extent 10), 4 padding offsets (x), no overlap
+        <BLANKLINE>
+        logical view:
+        A B C
+        D E F
+        <BLANKLINE>
+        memory view (offsets in 8-bit elements, 1 byte each; x = padding):
+        offset: 0 1 2 3 4 5 6 7 8 9
+        value:  A B C x x D E F x x
+        >>> print(BufferTensorDesc("uint8", [2, 3], strides=[0, 1]).explain())
+        UINT8 tensor, sizes [2, 3], strides [0, 1]: broadcast, overlapping
+        ...
+        logical view:
+        A B C
+        A B C
+        ...
+        value:  A B C
+        <BLANKLINE>
+        repeats: A at offset 0 is read by 2 elements (0, 0), (1, 0)
+        repeats: B at offset 1 is read by 2 elements (0, 1), (1, 1)
+        repeats: C at offset 2 is read by 2 elements (0, 2), (1, 2)
         """
         from ._explain import explain
 
