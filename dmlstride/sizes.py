@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, last_index, product
 from .datatypes import element_bits
 from .errors import DescriptorError
@@ -139,13 +141,15 @@ def layout_order(layout: str | Sequence[int], rank: int) -> tuple[int, ...]:
 def _as_broadcast(broadcast: Any, rank: int) -> tuple[bool, ...]:
     if broadcast is None:
         return (False,) * rank
-    if isinstance(broadcast, (str, bytes)) or not isinstance(broadcast, Sequence):
+    if isinstance(broadcast, (str, bytes)) or not isinstance(broadcast, (Sequence, np.ndarray)):
         raise TypeError(f"broadcast must be a sequence of booleans, not {type(broadcast).__name__}")
+    if isinstance(broadcast, np.ndarray) and broadcast.ndim != 1:
+        raise TypeError(f"broadcast must be a flat sequence of booleans; got a {broadcast.ndim}-D array")
     if len(broadcast) != rank:
         raise DescriptorError(f"broadcast has {len(broadcast)} entries; expected {rank}, one per dimension")
     out = []
     for i, b in enumerate(broadcast):
-        if not isinstance(b, (bool, int)) or b not in (0, 1):
+        if not isinstance(b, (bool, int, np.bool_, np.integer)) or b not in (0, 1):
             raise TypeError(f"broadcast[{i}] must be a boolean, not {b!r}")
         out.append(bool(b))
     return tuple(out)
@@ -256,6 +260,12 @@ def broadcast_strides(physical_sizes: Sequence[int], sizes: Sequence[int]) -> tu
             raise DescriptorError(
                 f"physical_sizes {physical} do not broadcast to sizes {sizes}: "
                 f"dimension {len(sizes) - k} is {have}, expected 1 or {want}"
+            )
+    for axis, s in enumerate(strides):
+        if s > UINT32_MAX:
+            raise DescriptorError(
+                f"strides[{axis}] would be {s}; expected at most 2**32 - 1 = {UINT32_MAX} "
+                "(the physical tensor is too large for 32-bit strides)"
             )
     return tuple(strides)
 
