@@ -1,0 +1,558 @@
+"""A catalogue of bad inputs across the public API.
+
+Every entry names one wrong argument, the exception it must raise and a
+fragment of the message (which names the argument), and every entry checks
+that no buffer was written: a refused call leaves each buffer, source array
+and ``out`` array byte-for-byte as it was.
+
+The table covers ``BufferTensorDesc`` and its methods, the size functions,
+``gather``, ``scatter``, ``copy_tensor``, ``view``, ``set_num_threads`` and the
+command line (``dmlstride.cli.main``: exit status 2 and one line on stderr).
+"""
+
+from __future__ import annotations
+
+import array
+import mmap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dmlstride
+from dmlstride import (
+    BufferTensorDesc,
+    DescriptorError,
+    broadcast_strides,
+    calc_buffer_tensor_size,
+    calculate_strides,
+    copy_tensor,
+    gather,
+    scatter,
+    view,
+)
+
+U32 = 2**32
+
+
+def pattern(n: int, seed: int = 11) -> bytes:
+    """``n`` recognisable, non-zero-ish bytes."""
+    return bytes((i * 37 + seed) & 0xFF for i in range(n))
+
+
+class Buffers:
+    """Fresh buffers of every kind for one catalogue entry.
+
+    ``watched()`` maps a name to the object whose bytes must not change.
+    """
+
+    def __init__(self, tmp_path: Any) -> None:
+        self.ba = bytearray(pattern(64))                  # writable, 64 bytes
+        self.small = bytearray(pattern(7))                # too small for a 2x3 uint8 (needs 8)
+        self.by = bytes(pattern(64))                      # read-only
+        self.np = np.frombuffer(pattern(128), np.uint8).copy()
+        self.np_ro = np.frombuffer(pattern(64), np.uint8).copy()
+        self.np_ro.flags.writeable = False
+        self._strided_base = np.frombuffer(pattern(128, 5), np.uint8).copy()
+        self.strided = self._strided_base[::2]            # not contiguous
+        self._mv_base = bytearray(pattern(64, 3))
+        self.mv_ro = memoryview(self._mv_base).toreadonly()
+        self._mv_strided_base = bytearray(pattern(128, 7))
+        self.mv_strided = memoryview(self._mv_strided_base)[::2]
+        self.aa = array.array("B", pattern(64, 13))
+        self.mm = mmap.mmap(-1, 64)
+        self.mm.write(pattern(64, 17))
+        path = tmp_path / "ro.bin"
+        path.write_bytes(pattern(64, 19))
+        self._file = open(path, "rb")
+        self.mm_ro = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        self.arr = (np.arange(6, dtype=np.uint8) + 1).reshape(2, 3)
+        self.arr_u4 = np.array([1, 2, 3, 4, 5, 16], dtype=np.uint8)   # last value out of range
+        self.out = np.full((2, 3), 0xAB, dtype=np.uint8)
+        self.out_ro = np.full((2, 3), 0xCD, dtype=np.uint8)
+        self.out_ro.flags.writeable = False
+
+    def watched(self) -> dict[str, Any]:
+        return {
+            "ba": self.ba,
+            "small": self.small,
+            "by": self.by,
+            "np": self.np,
+            "np_ro": self.np_ro,
+            "strided": self._strided_base,
+            "mv_ro": self._mv_base,
+            "mv_strided": self._mv_strided_base,
+            "aa": self.aa,
+            "mm": self.mm,
+            "mm_ro": self.mm_ro,
+            "arr": self.arr,
+            "arr_u4": self.arr_u4,
+            "out": self.out,
+            "out_ro": self.out_ro,
+        }
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {name: bytes(memoryview(obj).cast("B")) for name, obj in self.watched().items()}
+
+    def close(self) -> None:
+        self.mm.close()
+        self.mm_ro.close()
+        self._file.close()
+
+
+class CLI:
+    """Marker: the entry runs the command line and expects exit status 2."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    call: Callable[[Buffers], Any]
+    exc: type
+    fragment: str
+    # Buffers that must be unchanged afterwards; ``None`` means all of them.
+    unchanged: tuple[str, ...] | None = None
+
+
+def cli(*argv: str) -> Callable[[Buffers], Any]:
+    return lambda b: list(argv)
+
+
+# Shared descriptors.
+U8_2x3 = BufferTensorDesc("uint8", [2, 3])                       # 8 bytes
+U8_2x3_T = BufferTensorDesc("uint8", [3, 2])
+U4_6 = BufferTensorDesc("uint4", [6])
+I4_2 = BufferTensorDesc("int4", [2])
+# A valid descriptor (size below 2**64) whose extent is far beyond any buffer.
+F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1])
+F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8)
+
+
+def _ro_out(b: Buffers) -> np.ndarray:
+    return b.out_ro
+
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------------ BufferTensorDesc: data_type
+    Case("desc-dtype-none", lambda b: BufferTensorDesc(None, [2]), TypeError, "data_type must be"),
+    Case("desc-dtype-float", lambda b: BufferTensorDesc(1.5, [2]), TypeError, "data_type must be"),
+    Case("desc-dtype-bool", lambda b: BufferTensorDesc(True, [2]), TypeError, "data_type must be"),
+    Case("desc-dtype-bytes", lambda b: BufferTensorDesc(b"float32", [2]), TypeError, "data_type must be"),
+    Case("desc-dtype-numpy-float-scalar", lambda b: BufferTensorDesc(np.float32(1), [2]), TypeError,
+         "data_type must be"),
+    Case("desc-dtype-numpy-timedelta-scalar", lambda b: BufferTensorDesc(np.timedelta64(1), [2]),
+         TypeError, "data_type"),
+    Case("desc-dtype-unknown", lambda b: BufferTensorDesc(0, [2]), DescriptorError, "UNKNOWN"),
+    Case("desc-dtype-unknown-name", lambda b: BufferTensorDesc("unknown", [2]), DescriptorError, "UNKNOWN"),
+    Case("desc-dtype-14", lambda b: BufferTensorDesc(14, [2]), DescriptorError, "data_type 14"),
+    Case("desc-dtype-negative", lambda b: BufferTensorDesc(-1, [2]), DescriptorError, "data_type -1"),
+    Case("desc-dtype-huge-int", lambda b: BufferTensorDesc(2**70, [2]), DescriptorError, "data_type"),
+    Case("desc-dtype-bad-name", lambda b: BufferTensorDesc("float33", [2]), DescriptorError, "'float33'"),
+    Case("desc-dtype-complex", lambda b: BufferTensorDesc(np.complex64, [2]), DescriptorError, "complex64"),
+    Case("desc-dtype-bool-dtype", lambda b: BufferTensorDesc(np.dtype(bool), [2]), DescriptorError,
+         "no DirectML equivalent"),
+    Case("desc-dtype-structured", lambda b: BufferTensorDesc("f4,f4", [2]), DescriptorError,
+         "no DirectML equivalent"),
+    Case("desc-dtype-big-endian", lambda b: BufferTensorDesc(">f4", [2]), DescriptorError, "big-endian"),
+    # ------------------------------------------------------------------ BufferTensorDesc: sizes
+    Case("desc-sizes-none", lambda b: BufferTensorDesc("uint8", None), TypeError, "sizes must be a sequence"),
+    Case("desc-sizes-int", lambda b: BufferTensorDesc("uint8", 6), TypeError, "sizes must be a sequence"),
+    Case("desc-sizes-str", lambda b: BufferTensorDesc("uint8", "23"), TypeError, "sizes must be a sequence"),
+    Case("desc-sizes-bytes", lambda b: BufferTensorDesc("uint8", b"\x02"), TypeError, "sizes must be a sequence"),
+    Case("desc-sizes-set", lambda b: BufferTensorDesc("uint8", {2, 3}), TypeError, "sizes must be a sequence"),
+    Case("desc-sizes-float", lambda b: BufferTensorDesc("uint8", [2.0, 3]), TypeError, "sizes[0]"),
+    Case("desc-sizes-str-item", lambda b: BufferTensorDesc("uint8", [2, "3"]), TypeError, "sizes[1]"),
+    Case("desc-sizes-none-item", lambda b: BufferTensorDesc("uint8", [2, None]), TypeError, "sizes[1]"),
+    Case("desc-sizes-bool", lambda b: BufferTensorDesc("uint8", [2, True]), TypeError, "sizes[1]"),
+    Case("desc-sizes-numpy-float", lambda b: BufferTensorDesc("uint8", [np.float32(2)]), TypeError, "sizes[0]"),
+    Case("desc-sizes-numpy-bool", lambda b: BufferTensorDesc("uint8", [np.bool_(True)]), TypeError, "sizes[0]"),
+    Case("desc-sizes-numpy-timedelta", lambda b: BufferTensorDesc("uint8", [np.timedelta64(2)]), TypeError,
+         "sizes[0]"),
+    Case("desc-sizes-float-array", lambda b: BufferTensorDesc("uint8", np.array([2.0, 3.0])), TypeError,
+         "sizes[0]"),
+    Case("desc-sizes-nested", lambda b: BufferTensorDesc("uint8", [[2], 3]), TypeError, "sizes[0]"),
+    Case("desc-sizes-ragged", lambda b: BufferTensorDesc("uint8", [[2, 3], [3]]), TypeError, "sizes[0]"),
+    Case("desc-sizes-2d-array", lambda b: BufferTensorDesc("uint8", np.ones((2, 2), np.int64)), TypeError,
+         "2-D"),
+    Case("desc-sizes-zero", lambda b: BufferTensorDesc("uint8", [2, 0]), DescriptorError, "sizes[1] is 0"),
+    Case("desc-sizes-negative", lambda b: BufferTensorDesc("uint8", [-2]), DescriptorError, "sizes[0] is -2"),
+    Case("desc-sizes-2**32", lambda b: BufferTensorDesc("uint8", [U32]), DescriptorError, "at most 2**32 - 1"),
+    Case("desc-sizes-numpy-2**40", lambda b: BufferTensorDesc("uint8", [np.uint64(2**40)]), DescriptorError,
+         "sizes[0] is 1099511627776"),
+    Case("desc-sizes-empty", lambda b: BufferTensorDesc("uint8", []), DescriptorError, "dimension_count"),
+    Case("desc-sizes-9-dims", lambda b: BufferTensorDesc("uint8", [1] * 9), DescriptorError,
+         "sizes has 9 entries"),
+    Case("desc-element-count", lambda b: BufferTensorDesc("uint8", [65536, 65536]), DescriptorError,
+         "element count"),
+    Case("desc-element-count-8-dims", lambda b: BufferTensorDesc("float64", [256] * 8), DescriptorError,
+         "element count"),
+    # DirectML's C helper wraps this one to 262144 bytes.
+    Case("desc-32bit-wrap-example", lambda b: BufferTensorDesc("float32", [65537, 65536], [65536, 1]),
+         DescriptorError, "element count"),
+    # ------------------------------------------------------------------ BufferTensorDesc: strides
+    Case("desc-strides-short", lambda b: BufferTensorDesc("uint8", [2, 3], [1]), DescriptorError,
+         "strides has 1 entries"),
+    Case("desc-strides-long", lambda b: BufferTensorDesc("uint8", [2], [1, 1]), DescriptorError,
+         "strides has 2 entries"),
+    Case("desc-strides-negative", lambda b: BufferTensorDesc("uint8", [2], [-1]), DescriptorError,
+         "strides[0] is -1"),
+    Case("desc-strides-2**32", lambda b: BufferTensorDesc("uint8", [2], [U32]), DescriptorError,
+         "strides[0] is 4294967296"),
+    Case("desc-strides-float", lambda b: BufferTensorDesc("uint8", [2, 3], [3, 1.0]), TypeError, "strides[1]"),
+    Case("desc-strides-str", lambda b: BufferTensorDesc("uint8", [2], "1"), TypeError, "strides must be"),
+    Case("desc-strides-dict", lambda b: BufferTensorDesc("uint8", [2], {0: 1}), TypeError, "strides must be"),
+    Case("desc-strides-2d-array", lambda b: BufferTensorDesc("uint8", [2, 2], np.ones((2, 1), np.int64)),
+         TypeError, "strides"),
+    # ------------------------------------------------------------------ BufferTensorDesc: sizes in bytes
+    Case("desc-total-too-small", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes=4),
+         DescriptorError, "total_tensor_size_in_bytes is 4"),
+    Case("desc-total-2**64", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes=2**64),
+         DescriptorError, "less than 2**64"),
+    Case("desc-total-negative", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes=-8),
+         DescriptorError, "total_tensor_size_in_bytes is -8"),
+    Case("desc-total-float", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes=8.0),
+         TypeError, "total_tensor_size_in_bytes"),
+    Case("desc-total-str", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes="8"),
+         TypeError, "total_tensor_size_in_bytes"),
+    # FLOAT64 with a last element offset near 2**63: 2**66 bytes.
+    Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1]),
+         DescriptorError, "2**64"),
+    Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1]),
+         DescriptorError, "2**64"),
+    # ------------------------------------------------------------------ BufferTensorDesc: alignment, flags
+    Case("desc-align-3", lambda b: BufferTensorDesc("uint8", [8], guaranteed_base_offset_alignment=3),
+         DescriptorError, "guaranteed_base_offset_alignment is 3"),
+    Case("desc-align-below-element", lambda b: BufferTensorDesc("float32", [8], guaranteed_base_offset_alignment=2),
+         DescriptorError, "element size"),
+    Case("desc-align-2**32", lambda b: BufferTensorDesc("float32", [8], guaranteed_base_offset_alignment=U32),
+         DescriptorError, "guaranteed_base_offset_alignment is 4294967296"),
+    Case("desc-align-negative", lambda b: BufferTensorDesc("float32", [8], guaranteed_base_offset_alignment=-4),
+         DescriptorError, "guaranteed_base_offset_alignment is -4"),
+    Case("desc-align-none", lambda b: BufferTensorDesc("float32", [8], guaranteed_base_offset_alignment=None),
+         TypeError, "guaranteed_base_offset_alignment"),
+    Case("desc-align-bool", lambda b: BufferTensorDesc("uint8", [8], guaranteed_base_offset_alignment=True),
+         TypeError, "guaranteed_base_offset_alignment"),
+    Case("desc-flags-2", lambda b: BufferTensorDesc("uint8", [8], flags=2), DescriptorError, "flags is 0x2"),
+    Case("desc-flags-negative", lambda b: BufferTensorDesc("uint8", [8], flags=-1), DescriptorError, "flags"),
+    Case("desc-flags-str", lambda b: BufferTensorDesc("uint8", [8], flags="1"), TypeError, "flags"),
+    Case("desc-flags-bool", lambda b: BufferTensorDesc("uint8", [8], flags=True), TypeError, "flags"),
+    # ------------------------------------------------------------------ BufferTensorDesc methods
+    Case("offset_of-past-size", lambda b: U8_2x3.offset_of((2, 0)), IndexError, "index[0] is 2"),
+    Case("offset_of-negative", lambda b: U8_2x3.offset_of((0, -1)), IndexError, "index[1] is -1"),
+    Case("offset_of-2**64", lambda b: U8_2x3.offset_of((2**64, 0)), IndexError, "index[0]"),
+    Case("offset_of-wrong-length", lambda b: U8_2x3.offset_of((1,)), IndexError, "index has 1 entries"),
+    Case("offset_of-float", lambda b: U8_2x3.offset_of((1.0, 0)), TypeError, "index[0]"),
+    Case("offset_of-none", lambda b: U8_2x3.offset_of(None), TypeError, "index must be"),
+    Case("offset_of-nested", lambda b: U8_2x3.offset_of([[0], [1]]), TypeError, "index[0]"),
+    Case("to_rank-9", lambda b: U8_2x3.to_rank(9), DescriptorError, "rank is 9"),
+    Case("to_rank-float", lambda b: U8_2x3.to_rank(4.0), TypeError, "rank"),
+    Case("to_rank-drop-non-unit", lambda b: U8_2x3.to_rank(1), DescriptorError, "cannot reduce"),
+    Case("from_layout-bad-letters", lambda b: BufferTensorDesc.from_layout("uint8", [1, 2, 3, 4], "NCHQ"),
+         DescriptorError, "'NCHQ'"),
+    Case("from_layout-none", lambda b: BufferTensorDesc.from_layout("uint8", [2, 3], None), TypeError, "layout"),
+    Case("from_layout-pitch-zero",
+         lambda b: BufferTensorDesc.from_layout("uint8", [2, 3], "HW", row_pitch_alignment=0),
+         DescriptorError, "row_pitch_alignment is 0"),
+    Case("from_layout-pitch-float",
+         lambda b: BufferTensorDesc.from_layout("uint8", [2, 3], "HW", row_pitch_alignment=4.0),
+         TypeError, "row_pitch_alignment"),
+    Case("from_numpy-list", lambda b: BufferTensorDesc.from_numpy([1, 2]), TypeError,
+         "array must be a numpy.ndarray"),
+    Case("from_numpy-negative-strides", lambda b: BufferTensorDesc.from_numpy(b.np[::-1]), DescriptorError,
+         "array.strides[0]"),
+    Case("from_numpy-empty", lambda b: BufferTensorDesc.from_numpy(b.np[:0]), DescriptorError,
+         "at least 1"),
+    # ------------------------------------------------------------------ size functions
+    Case("calc-dtype-unknown", lambda b: calc_buffer_tensor_size(0, [2]), DescriptorError, "UNKNOWN"),
+    Case("calc-dtype-none", lambda b: calc_buffer_tensor_size(None, [2]), TypeError, "data_type"),
+    Case("calc-sizes-str", lambda b: calc_buffer_tensor_size("uint8", "abc"), TypeError, "sizes"),
+    Case("calc-sizes-zero", lambda b: calc_buffer_tensor_size("uint8", [0]), DescriptorError, "sizes[0] is 0"),
+    Case("calc-strides-short", lambda b: calc_buffer_tensor_size("uint8", [2, 3], [1]), DescriptorError,
+         "strides has 1 entries"),
+    Case("calc-strides-negative", lambda b: calc_buffer_tensor_size("uint8", [2, 3], [1, -1]),
+         DescriptorError, "strides[1] is -1"),
+    Case("calc-overflow-float64-2**63", lambda b: calc_buffer_tensor_size("float64", [2**31 + 1], [U32 - 1]),
+         DescriptorError, "2**64"),
+    Case("calc-overflow-8-dims-packed", lambda b: calc_buffer_tensor_size("float64", [U32 - 1] * 8),
+         DescriptorError, "2**64"),
+    Case("calc-overflow-8-dims-strided",
+         lambda b: calc_buffer_tensor_size("uint64", [U32 - 1] * 8, [U32 - 1] * 8),
+         DescriptorError, "2**64"),
+    Case("calculate_strides-bad-layout", lambda b: calculate_strides("NCHX", [1, 1, 1, 1]), DescriptorError,
+         "'NCHX'"),
+    Case("calculate_strides-layout-wrong-rank", lambda b: calculate_strides("NCHW", [1, 1, 1]),
+         DescriptorError, "rank-3"),
+    Case("calculate_strides-layout-none", lambda b: calculate_strides(None, [1, 1]), TypeError, "layout"),
+    Case("calculate_strides-layout-bytes", lambda b: calculate_strides(b"HW", [1, 1]), TypeError, "layout"),
+    Case("calculate_strides-layout-repeated", lambda b: calculate_strides((0, 0), [1, 1]), DescriptorError,
+         "not a permutation"),
+    Case("calculate_strides-layout-float", lambda b: calculate_strides((0, 1.0), [1, 1]), TypeError,
+         "layout[1]"),
+    Case("calculate_strides-rank-6-name", lambda b: calculate_strides("NCDHWX", [1] * 6), DescriptorError,
+         "rank 6"),
+    Case("calculate_strides-broadcast-short", lambda b: calculate_strides("HW", [1, 1], [True]),
+         DescriptorError, "broadcast has 1 entries"),
+    Case("calculate_strides-broadcast-str", lambda b: calculate_strides("HW", [1, 1], "tt"), TypeError,
+         "broadcast"),
+    Case("calculate_strides-broadcast-2", lambda b: calculate_strides("HW", [1, 1], [2, 0]), TypeError,
+         "broadcast[0]"),
+    Case("calculate_strides-stride-overflow",
+         lambda b: calculate_strides(tuple(range(8)), [U32 - 1] * 8), DescriptorError, "at most 2**32 - 1"),
+    Case("broadcast_strides-not-aligned", lambda b: broadcast_strides([2, 3], [2, 4]), DescriptorError,
+         "do not broadcast"),
+    Case("broadcast_strides-too-many-dims", lambda b: broadcast_strides([2, 3, 4], [3, 4]), DescriptorError,
+         "more dimensions"),
+    Case("broadcast_strides-none", lambda b: broadcast_strides(None, [3]), TypeError, "physical_sizes"),
+    Case("broadcast_strides-zero", lambda b: broadcast_strides([0], [3]), DescriptorError,
+         "physical_sizes[0] is 0"),
+    # ------------------------------------------------------------------ gather
+    Case("gather-buffer-none", lambda b: gather(None, U8_2x3), TypeError, "buffer protocol"),
+    Case("gather-buffer-str", lambda b: gather("abcdefgh", U8_2x3), TypeError, "buffer protocol"),
+    Case("gather-buffer-list", lambda b: gather(list(range(8)), U8_2x3), TypeError, "buffer protocol"),
+    Case("gather-desc-none", lambda b: gather(b.by, None), TypeError, "desc must be a BufferTensorDesc"),
+    Case("gather-desc-tuple", lambda b: gather(b.by, ("uint8", [2, 3])), TypeError, "desc must be"),
+    Case("gather-too-small", lambda b: gather(b.small, U8_2x3), BufferError, "too small"),
+    Case("gather-total-past-end",
+         lambda b: gather(b.by, BufferTensorDesc("uint8", [2], total_tensor_size_in_bytes=80)),
+         BufferError, "too small"),
+    Case("gather-offset-past-end", lambda b: gather(b.by, U8_2x3, offset=64), BufferError, "too small"),
+    Case("gather-offset-2**64", lambda b: gather(b.by, U8_2x3, offset=2**64), BufferError, "offset"),
+    Case("gather-offset-negative", lambda b: gather(b.by, U8_2x3, offset=-16), BufferError, "offset is -16"),
+    Case("gather-offset-negative-relaxed", lambda b: gather(b.by, U8_2x3, offset=-1, check_alignment=False),
+         BufferError, "offset is -1"),
+    Case("gather-offset-misaligned", lambda b: gather(b.by, U8_2x3, offset=4), DescriptorError,
+         "multiple of 16"),
+    Case("gather-offset-guaranteed-alignment",
+         lambda b: gather(b.by, BufferTensorDesc("uint8", [2], guaranteed_base_offset_alignment=32), offset=16),
+         DescriptorError, "guaranteed_base_offset_alignment"),
+    Case("gather-offset-float", lambda b: gather(b.by, U8_2x3, offset=16.0), TypeError, "offset"),
+    Case("gather-offset-none", lambda b: gather(b.by, U8_2x3, offset=None), TypeError, "offset"),
+    Case("gather-offset-bool", lambda b: gather(b.by, U8_2x3, offset=True), TypeError, "offset"),
+    Case("gather-offset-numpy-float", lambda b: gather(b.by, U8_2x3, offset=np.float64(0)), TypeError, "offset"),
+    Case("gather-check-alignment-str", lambda b: gather(b.by, U8_2x3, offset=4, check_alignment="no"),
+         TypeError, "check_alignment"),
+    Case("gather-noncontiguous-ndarray", lambda b: gather(b.strided, U8_2x3), BufferError, "contiguous"),
+    Case("gather-noncontiguous-memoryview", lambda b: gather(b.mv_strided, U8_2x3), BufferError, "contiguous"),
+    Case("gather-out-shape", lambda b: gather(b.by, U8_2x3, out=b.out.reshape(3, 2)), ValueError,
+         "out has shape"),
+    Case("gather-out-dtype", lambda b: gather(b.by, U8_2x3, out=b.out.view(np.int8)), TypeError,
+         "out has dtype"),
+    Case("gather-out-list", lambda b: gather(b.by, U8_2x3, out=[[0] * 3] * 2), TypeError,
+         "out must be a numpy.ndarray"),
+    Case("gather-out-readonly", lambda b: gather(b.by, U8_2x3, out=_ro_out(b)), BufferError, "out is read-only"),
+    Case("gather-out-not-c-contiguous",
+         lambda b: gather(b.by, U8_2x3, out=np.asfortranarray(b.out)), BufferError, "C-contiguous"),
+    Case("gather-out-buffer-too-small", lambda b: gather(b.small, U8_2x3, out=b.out), BufferError, "too small"),
+    # Valid descriptors whose extent dwarfs any buffer: refused, never wrapped.
+    Case("gather-extent-2**64", lambda b: gather(b.by, F32_HUGE), BufferError, "too small"),
+    Case("gather-8-dims-huge-strides", lambda b: gather(b.by, F64_8D), BufferError, "too small"),
+    # ------------------------------------------------------------------ scatter
+    Case("scatter-readonly-bytes", lambda b: scatter(b.arr, U8_2x3, b.by), BufferError, "read-only"),
+    Case("scatter-readonly-memoryview", lambda b: scatter(b.arr, U8_2x3, b.mv_ro), BufferError, "read-only"),
+    Case("scatter-readonly-ndarray", lambda b: scatter(b.arr, U8_2x3, b.np_ro), BufferError, "read-only"),
+    Case("scatter-readonly-mmap", lambda b: scatter(b.arr, U8_2x3, b.mm_ro), BufferError, "read-only"),
+    Case("scatter-noncontiguous-ndarray", lambda b: scatter(b.arr, U8_2x3, b.strided), BufferError,
+         "contiguous"),
+    Case("scatter-noncontiguous-memoryview", lambda b: scatter(b.arr, U8_2x3, b.mv_strided), BufferError,
+         "contiguous"),
+    Case("scatter-buffer-none", lambda b: scatter(b.arr, U8_2x3, None), TypeError, "buffer protocol"),
+    Case("scatter-desc-none", lambda b: scatter(b.arr, None, b.ba), TypeError, "desc must be"),
+    Case("scatter-too-small", lambda b: scatter(b.arr, U8_2x3, b.small), BufferError, "too small"),
+    Case("scatter-array-module-too-small", lambda b: scatter(b.arr, U8_2x3, b.aa, offset=64), BufferError,
+         "too small"),
+    Case("scatter-offset-past-end", lambda b: scatter(b.arr, U8_2x3, b.mm, offset=64), BufferError, "too small"),
+    Case("scatter-offset-negative", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=-16), BufferError,
+         "offset is -16"),
+    Case("scatter-offset-misaligned", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=8), DescriptorError,
+         "multiple of 16"),
+    Case("scatter-offset-float", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=0.0), TypeError, "offset"),
+    Case("scatter-shape-transposed", lambda b: scatter(b.arr.T, U8_2x3, b.ba), ValueError,
+         "array has shape (3, 2)"),
+    Case("scatter-shape-flat", lambda b: scatter(b.arr.ravel(), U8_2x3, b.ba), ValueError, "array has shape (6,)"),
+    Case("scatter-shape-scalar", lambda b: scatter(5, U8_2x3, b.ba), ValueError, "array has shape ()"),
+    Case("scatter-ragged-list", lambda b: scatter([[1, 2, 3], [4, 5]], U8_2x3, b.ba), ValueError, "array"),
+    Case("scatter-dtype-float-to-uint8", lambda b: scatter(b.arr.astype(np.float32), U8_2x3, b.ba), TypeError,
+         "array has dtype float32"),
+    Case("scatter-dtype-complex-to-float32",
+         lambda b: scatter(np.zeros((2, 3), np.complex64), BufferTensorDesc("float32", [2, 3]), b.ba),
+         TypeError, "array has dtype complex64"),
+    Case("scatter-dtype-object", lambda b: scatter(b.arr.astype(object), U8_2x3, b.ba), TypeError,
+         "array has dtype object"),
+    Case("scatter-uint4-16", lambda b: scatter(b.arr_u4, U4_6, b.ba), ValueError, "UINT4 elements must be 0 to 15"),
+    Case("scatter-uint4-uint16-300",
+         lambda b: scatter(np.array([300, 1], np.uint16), BufferTensorDesc("uint4", [2]), b.ba),
+         ValueError, "UINT4"),
+    Case("scatter-uint4-from-int8", lambda b: scatter(np.array([1, -1], np.int8), BufferTensorDesc("uint4", [2]),
+                                                      b.ba), TypeError, "array has dtype int8"),
+    Case("scatter-int4-8", lambda b: scatter(np.array([1, 8], np.int8), I4_2, b.ba), ValueError,
+         "INT4 elements must be -8 to 7"),
+    Case("scatter-int4-minus-9", lambda b: scatter(np.array([-9, 1], np.int64), I4_2, b.ba), ValueError,
+         "INT4 elements must be -8 to 7"),
+    Case("scatter-overlapping-destination",
+         lambda b: scatter(b.arr, BufferTensorDesc("uint8", [2, 3], [0, 1]), b.ba), DescriptorError, "overlapping"),
+    Case("scatter-offset-2**62", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=2**62), BufferError, "offset"),
+    # ------------------------------------------------------------------ copy_tensor
+    Case("copy-sizes-differ", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3_T), DescriptorError,
+         "sizes"),
+    Case("copy-dtype-differs", lambda b: copy_tensor(b.by, U8_2x3, b.ba, BufferTensorDesc("int8", [2, 3])),
+         DescriptorError, "data_type"),
+    Case("copy-src-none", lambda b: copy_tensor(None, U8_2x3, b.ba, U8_2x3), TypeError, "buffer protocol"),
+    Case("copy-dst-none", lambda b: copy_tensor(b.by, U8_2x3, None, U8_2x3), TypeError, "buffer protocol"),
+    Case("copy-src-desc-none", lambda b: copy_tensor(b.by, None, b.ba, U8_2x3), TypeError, "src_desc"),
+    Case("copy-dst-desc-str", lambda b: copy_tensor(b.by, U8_2x3, b.ba, "uint8"), TypeError, "dst_desc"),
+    Case("copy-dst-readonly", lambda b: copy_tensor(b.ba, U8_2x3, b.by, U8_2x3), BufferError, "read-only"),
+    Case("copy-dst-noncontiguous", lambda b: copy_tensor(b.by, U8_2x3, b.strided, U8_2x3), BufferError,
+         "contiguous"),
+    Case("copy-dst-overlapping", lambda b: copy_tensor(b.by, U8_2x3, b.ba, BufferTensorDesc("uint8", [2, 3], [1, 1])),
+         DescriptorError, "overlapping"),
+    Case("copy-src-too-small", lambda b: copy_tensor(b.small, U8_2x3, b.ba, U8_2x3), BufferError, "too small"),
+    Case("copy-dst-too-small", lambda b: copy_tensor(b.by, U8_2x3, b.small, U8_2x3), BufferError, "too small"),
+    Case("copy-same-buffer-dst-too-small",
+         lambda b: copy_tensor(b.ba, U8_2x3, b.ba, U8_2x3, dst_offset=64), BufferError, "too small"),
+    Case("copy-src-offset-negative", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3, src_offset=-16),
+         BufferError, "src_offset"),
+    Case("copy-dst-offset-misaligned", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3, dst_offset=3),
+         DescriptorError, "dst_offset"),
+    Case("copy-dst-offset-past-end", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3, dst_offset=64),
+         BufferError, "too small"),
+    Case("copy-src-offset-str", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3, src_offset="0"),
+         TypeError, "src_offset"),
+    Case("copy-extent-2**64", lambda b: copy_tensor(b.by, F32_HUGE, b.ba, F32_HUGE), BufferError, "too small"),
+    # ------------------------------------------------------------------ view
+    Case("view-int4", lambda b: view(b.by, I4_2), DescriptorError, "4 bits"),
+    Case("view-buffer-none", lambda b: view(None, U8_2x3), TypeError, "buffer protocol"),
+    Case("view-desc-list", lambda b: view(b.by, [2, 3]), TypeError, "desc must be"),
+    Case("view-too-small", lambda b: view(b.small, U8_2x3), BufferError, "too small"),
+    Case("view-offset-past-end", lambda b: view(b.by, U8_2x3, offset=64), BufferError, "too small"),
+    Case("view-offset-negative", lambda b: view(b.by, U8_2x3, offset=-16), BufferError, "offset is -16"),
+    Case("view-offset-misaligned", lambda b: view(b.by, U8_2x3, offset=1), DescriptorError, "multiple of 16"),
+    Case("view-noncontiguous-ndarray", lambda b: view(b.strided, U8_2x3), BufferError, "contiguous"),
+    Case("view-extent-2**64", lambda b: view(b.by, F32_HUGE), BufferError, "too small"),
+    # ------------------------------------------------------------------ threads
+    Case("set_num_threads-0", lambda b: dmlstride.set_num_threads(0), ValueError, "at least 1"),
+    Case("set_num_threads-float", lambda b: dmlstride.set_num_threads(2.0), TypeError, "n must be an integer"),
+    Case("set_num_threads-2**40", lambda b: dmlstride.set_num_threads(2**40), ValueError, "threads"),
+    # ------------------------------------------------------------------ command line
+    Case("cli-no-arguments", cli(), CLI, "required"),
+    Case("cli-unknown-command", cli("frobnicate"), CLI, "invalid choice"),
+    Case("cli-missing-dtype", cli("size", "--sizes", "2,3"), CLI, "--dtype"),
+    Case("cli-sizes-not-integers", cli("size", "--dtype", "uint8", "--sizes", "2,x"), CLI,
+         "comma-separated list of integers"),
+    Case("cli-sizes-empty-item", cli("size", "--dtype", "uint8", "--sizes", "2,,3"), CLI,
+         "comma-separated list of integers"),
+    Case("cli-sizes-zero", cli("size", "--dtype", "uint8", "--sizes", "0,3"), CLI, "sizes[0] is 0"),
+    Case("cli-sizes-negative", cli("size", "--dtype", "uint8", "--sizes=-2"), CLI, "sizes[0] is -2"),
+    Case("cli-sizes-2**32", cli("size", "--dtype", "uint8", "--sizes", "4294967296"), CLI, "at most 2**32 - 1"),
+    Case("cli-sizes-9-dims", cli("size", "--dtype", "uint8", "--sizes", "1,1,1,1,1,1,1,1,1"), CLI,
+         "sizes has 9 entries"),
+    Case("cli-bad-dtype", cli("size", "--dtype", "float33", "--sizes", "2"), CLI, "'float33'"),
+    Case("cli-unknown-dtype", cli("describe", "--dtype", "unknown", "--sizes", "2"), CLI, "UNKNOWN"),
+    Case("cli-strides-short", cli("size", "--dtype", "uint8", "--sizes", "2,3", "--strides", "1"), CLI,
+         "strides has 1 entries"),
+    Case("cli-strides-negative", cli("size", "--dtype", "uint8", "--sizes", "2", "--strides=-1"), CLI,
+         "strides[0] is -1"),
+    Case("cli-size-overflow",
+         cli("size", "--dtype", "float64", "--sizes", "2147483649", "--strides", "4294967295"), CLI, "2**64"),
+    Case("cli-describe-strides-and-layout",
+         cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--strides", "3,1", "--layout", "HW"), CLI,
+         "cannot be combined"),
+    Case("cli-describe-bad-layout", cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--layout", "XY"), CLI,
+         "'XY'"),
+    Case("cli-describe-alignment-3", cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--alignment", "3"),
+         CLI, "guaranteed_base_offset_alignment is 3"),
+    Case("cli-describe-total-too-small",
+         cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--total-size", "4"), CLI,
+         "total_tensor_size_in_bytes is 4"),
+    Case("cli-describe-broadcast-flags",
+         cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--layout", "HW", "--broadcast", "1,0,0"), CLI,
+         "--broadcast"),
+    Case("cli-describe-row-pitch-zero",
+         cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--layout", "HW", "--row-pitch", "0"), CLI,
+         "row_pitch_alignment is 0"),
+    Case("cli-describe-max-elements-text",
+         cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--max-elements", "x"), CLI, "not an integer"),
+    Case("cli-describe-element-count",
+         cli("describe", "--dtype", "float32", "--sizes", "65537,65536", "--strides", "65536,1"), CLI,
+         "element count"),
+]
+
+
+def test_catalogue_is_large_and_ids_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)), "duplicate catalogue ids"
+    assert len(CASES) >= 80
+    # Every public entry point appears.
+    for prefix in ("desc-", "calc-", "calculate_strides-", "broadcast_strides-", "gather-", "scatter-",
+                   "copy-", "view-", "cli-"):
+        assert any(i.startswith(prefix) for i in ids), prefix
+
+
+@pytest.fixture
+def buffers(tmp_path):
+    b = Buffers(tmp_path)
+    yield b
+    b.close()
+
+
+def _run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[Any, str, str]:
+    from dmlstride import cli as cli_module
+
+    try:
+        rc = cli_module.main(argv)
+    except SystemExit as stop:
+        rc = stop.code
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case, buffers, capsys):
+    before = buffers.snapshot()
+    threads = dmlstride.get_num_threads()
+    if case.exc is CLI:
+        rc, out, err = _run_cli(case.call(buffers), capsys)
+        assert rc == 2
+        assert out == ""
+        assert "Traceback" not in err
+        lines = err.splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith("dmlstride: error: ")
+        assert case.fragment in lines[0]
+    else:
+        with pytest.raises(case.exc) as info:
+            case.call(buffers)
+        # The exact class asked for (a DescriptorError is also a ValueError, so
+        # a ValueError entry accepts it, but not e.g. a plain ValueError for a
+        # DescriptorError entry).
+        assert isinstance(info.value, case.exc)
+        assert case.fragment in str(info.value), str(info.value)
+        assert "\n" not in str(info.value)
+    after = buffers.snapshot()
+    names = case.unchanged if case.unchanged is not None else tuple(before)
+    for name in names:
+        assert after[name] == before[name], f"{name} was modified by a refused call"
+    assert dmlstride.get_num_threads() == threads
+
+
+def test_refused_scatter_leaves_every_nibble():
+    """4-bit scatter: one bad value in the last place, and no nibble is written."""
+    buf = bytearray(pattern(32))
+    before = bytes(buf)
+    values = np.arange(1, 33, dtype=np.uint8) % 16
+    values[-1] = 16
+    with pytest.raises(ValueError, match="UINT4"):
+        scatter(values, BufferTensorDesc("uint4", [32]), buf)
+    assert bytes(buf) == before
+
+
+def test_refused_copy_through_temporary_leaves_destination():
+    """copy_tensor between overlapping ranges of one buffer refuses before writing."""
+    buf = bytearray(pattern(64))
+    before = bytes(buf)
+    src = BufferTensorDesc("uint8", [4, 4], [4, 1])
+    dst = BufferTensorDesc("uint8", [4, 4], [1, 4], total_tensor_size_in_bytes=64)
+    with pytest.raises(BufferError, match="too small"):
+        copy_tensor(buf, src, buf, dst, dst_offset=16)
+    assert bytes(buf) == before
