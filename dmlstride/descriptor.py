@@ -118,7 +118,14 @@ class BufferTensorDesc:
                 f"sizes {sizes_t} hold {count} elements; the element count must be at most "
                 f"2**32 - 1 = {MAX_ELEMENT_COUNT}"
             )
-        minimum = calc_buffer_tensor_size(dt, sizes_t, strides_t)
+        try:
+            minimum = calc_buffer_tensor_size(dt, sizes_t, strides_t)
+        except DescriptorError as exc:
+            # Every field is valid here; only a minimum of 2**64 bytes or more is left.
+            raise DescriptorError(
+                f"total_tensor_size_in_bytes cannot be below 2**64 for sizes {sizes_t} and "
+                f"strides {strides_t}: {exc}"
+            ) from None
         if total_tensor_size_in_bytes is None:
             total = minimum
         else:
@@ -459,7 +466,10 @@ class BufferTensorDesc:
         strides = []
         for axis, (n, s) in enumerate(zip(array.shape, array.strides)):
             if n == 1:
-                strides.append(0)
+                # Any stride describes a size-1 dimension; keep numpy's when it is a valid
+                # one, so the layout stays recognisable (a batch of 1 in NHWC memory).
+                ok = s >= 0 and s % item == 0 and s // item <= UINT32_MAX
+                strides.append(s // item if ok else 0)
                 continue
             if s < 0 or s % item:
                 raise DescriptorError(
