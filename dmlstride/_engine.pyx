@@ -31,8 +31,111 @@ cdef extern from *:
     #else
     #define DMLSTRIDE_HAVE_OPENMP 0
     #endif
+
+    /* Register-transpose micro-kernels (SSE2, the x86-64 baseline: no
+       run-time dispatch needed).  A micro-block is N x N elements with
+       N = 16 / W: N source rows (one per j, stride sj bytes) each holding N
+       contiguous k values are transposed into N destination rows (one per k,
+       stride dk bytes) each holding N contiguous j values.  Unaligned loads
+       and stores only.  Elsewhere DMLSTRIDE_HAVE_SIMD is 0 and the scalar
+       staging tile is used. */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #define DMLSTRIDE_HAVE_SIMD 1
+
+    /* One transpose stage: pairs (x[i], x[i + dist]) for i in each block of
+       2 * dist, unpacked at this stage's unit into y[2p], y[2p + 1].  The
+       loops have constant bounds and are fully unrolled into registers. */
+    #define DMLS_STAGE(x, y, N, dist, LO, HI) do {                                 \\
+        int p_ = 0, b_, i_;                                                        \\
+        _Pragma("GCC unroll 16") for (b_ = 0; b_ < (N); b_ += 2 * (dist))         \\
+        _Pragma("GCC unroll 16") for (i_ = b_; i_ < b_ + (dist); i_++, p_++) {    \\
+            y[2 * p_] = LO(x[i_], x[i_ + (dist)]);                                 \\
+            y[2 * p_ + 1] = HI(x[i_], x[i_ + (dist)]);                             \\
+        }                                                                          \\
+    } while (0)
+    #define DMLS_LOAD(x, N) do { int i_;                                           \\
+        _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                     \\
+            x[i_] = _mm_loadu_si128((const __m128i *)(s + i_ * sj)); } while (0)
+    #define DMLS_STORE(x, N) do { int i_;                                          \\
+        _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                     \\
+            _mm_storeu_si128((__m128i *)(d + i_ * dk), x[i_]); } while (0)
+
+    static inline void dmls_micro1(const char *s, int64_t sj, char *d, int64_t dk) {
+        __m128i x[16], y[16];
+        DMLS_LOAD(x, 16);
+        DMLS_STAGE(x, y, 16, 1, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+        DMLS_STAGE(y, x, 16, 2, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+        DMLS_STAGE(x, y, 16, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(y, x, 16, 8, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_STORE(x, 16);
+    }
+    static inline void dmls_micro2(const char *s, int64_t sj, char *d, int64_t dk) {
+        __m128i x[8], y[8];
+        DMLS_LOAD(x, 8);
+        DMLS_STAGE(x, y, 8, 1, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+        DMLS_STAGE(y, x, 8, 2, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(x, y, 8, 4, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_STORE(y, 8);
+    }
+    static inline void dmls_micro4(const char *s, int64_t sj, char *d, int64_t dk) {
+        __m128i x[4], y[4];
+        DMLS_LOAD(x, 4);
+        DMLS_STAGE(x, y, 4, 1, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(y, x, 4, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_STORE(x, 4);
+    }
+    static inline void dmls_micro8(const char *s, int64_t sj, char *d, int64_t dk) {
+        __m128i x[2], y[2];
+        DMLS_LOAD(x, 2);
+        DMLS_STAGE(x, y, 2, 1, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_STORE(y, 2);
+    }
+
+    /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
+       stride sj; destination j contiguous (stride W), rows k at stride dk.
+       Returns the number of k rows and j columns covered by whole
+       micro-blocks; the caller copies the remainder. */
+    static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone) {
+        const int64_t N = 16 / W;
+        const int64_t TK = 64 / W;      /* one source cache line of k */
+        const int64_t TJ = 64;          /* source lines kept in L1 per tile */
+        int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je;
+        for (kb = 0; kb < kf; kb += TK) {
+            ke = kb + TK < kf ? kb + TK : kf;
+            for (jb = 0; jb < jf; jb += TJ) {
+                je = jb + TJ < jf ? jb + TJ : jf;
+                for (k = kb; k < ke; k += N)
+                    for (j = jb; j < je; j += N) {
+                        const char *sp = s + j * sj + k * W;
+                        char *dp = d + k * dk + j * W;
+                        switch (W) {
+                        case 1: dmls_micro1(sp, sj, dp, dk); break;
+                        case 2: dmls_micro2(sp, sj, dp, dk); break;
+                        case 4: dmls_micro4(sp, sj, dp, dk); break;
+                        default: dmls_micro8(sp, sj, dp, dk); break;
+                        }
+                    }
+            }
+        }
+        *kdone = kf;
+        *jdone = jf;
+    }
+    #else
+    #define DMLSTRIDE_HAVE_SIMD 0
+    static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone) {
+        (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
+        *kdone = 0;
+        *jdone = 0;
+    }
+    #endif
     """
     int DMLSTRIDE_HAVE_OPENMP
+    int DMLSTRIDE_HAVE_SIMD
+    void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
+                             int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -101,35 +204,123 @@ cdef inline void _fill(elem_t* tag, const char* s, char* d, int64_t n, int64_t d
         memcpy(d + j * ds, &v, sizeof(elem_t))
 
 
+cdef enum:
+    TILE_BYTES = 16384      # staging tile, sized for L1
+    TILE_PAD = 64           # bytes of padding per staging row (breaks 4 KiB aliasing)
+
+
 cdef inline void _tile(elem_t* tag, const char* s, char* d,
                        int64_t kn, int64_t kss, int64_t kds,
                        int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
-    # Copy a (kn x [j0, j1)) block in tiles: reads walk the source's fast
-    # dimension k, writes walk the destination's fast dimension j.
-    cdef int64_t TK = 32 if sizeof(elem_t) > 1 else 64
-    cdef int64_t TJ = TK
-    cdef int64_t kb, ke, jb, je, a, b
+    # Transpose a (kn x [j0, j1)) block: the source's fast dimension is k, the
+    # destination's is j.  Each tile is read in source order (a short
+    # contiguous run of k per j) into an L1-resident staging buffer, then
+    # written out in destination order, one contiguous burst per k.
+    cdef char stage[TILE_BYTES + 64 * TILE_PAD]
+    cdef int64_t TK = 128 // sizeof(elem_t)
+    cdef int64_t TJ
+    cdef int64_t P
+    cdef int64_t kb, ke, jb, je, a, b, nk, nj
     cdef const char* sp
-    cdef char* dp
+    cdef char* tp
     cdef elem_t v
+    if TK > kn:
+        TK = kn
+    TJ = TILE_BYTES // (TK * <int64_t>sizeof(elem_t))
+    TJ = (TJ // 16) * 16
+    if TJ > 1024:
+        TJ = 1024
+    P = TJ * <int64_t>sizeof(elem_t) + TILE_PAD
     kb = 0
     while kb < kn:
         ke = kb + TK
         if ke > kn:
             ke = kn
+        nk = ke - kb
         jb = j0
         while jb < j1:
             je = jb + TJ
             if je > j1:
                 je = j1
-            for a in range(kb, ke):
-                sp = s + a * kss + jb * iss
-                dp = d + a * kds + jb * ids
-                for b in range(je - jb):
-                    memcpy(&v, sp + b * iss, sizeof(elem_t))
-                    memcpy(dp + b * ids, &v, sizeof(elem_t))
+            nj = je - jb
+            # gather the tile into stage[a][b]
+            for b in range(nj):
+                sp = s + kb * kss + (jb + b) * iss
+                tp = stage + b * <int64_t>sizeof(elem_t)
+                for a in range(nk):
+                    memcpy(&v, sp + a * kss, sizeof(elem_t))
+                    memcpy(tp + a * P, &v, sizeof(elem_t))
+            # write it out: one burst per destination row
+            if ids == <int64_t>sizeof(elem_t):
+                for a in range(nk):
+                    memcpy(d + (kb + a) * kds + jb * ids, stage + a * P, <size_t>(nj * ids))
+            else:
+                for a in range(nk):
+                    tp = stage + a * P
+                    for b in range(nj):
+                        memcpy(&v, tp + b * <int64_t>sizeof(elem_t), sizeof(elem_t))
+                        memcpy(d + (kb + a) * kds + (jb + b) * ids, &v, sizeof(elem_t))
             jb = je
         kb = ke
+
+
+cdef inline void _deinterleave(elem_t* tag, const char* s, char* d, int64_t kn, int64_t kds,
+                               int64_t n) noexcept nogil:
+    # Source holds kn interleaved channels (k stride = one element, j stride =
+    # kn elements); destination holds kn planes kds bytes apart, each
+    # contiguous.  Constant strides per branch let the compiler vectorize.
+    cdef int64_t b
+    cdef elem_t v0, v1, v2, v3
+    cdef char* d0 = d
+    cdef char* d1 = d + kds
+    cdef char* d2 = d + 2 * kds
+    cdef char* d3 = d + 3 * kds
+    cdef const elem_t* sp = <const elem_t*>s
+    if kn == 2:
+        for b in range(n):
+            memcpy(&v0, s + (2 * b) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v1, s + (2 * b + 1) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(d0 + b * <int64_t>sizeof(elem_t), &v0, sizeof(elem_t))
+            memcpy(d1 + b * <int64_t>sizeof(elem_t), &v1, sizeof(elem_t))
+    elif kn == 3:
+        for b in range(n):
+            memcpy(&v0, s + (3 * b) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v1, s + (3 * b + 1) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v2, s + (3 * b + 2) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(d0 + b * <int64_t>sizeof(elem_t), &v0, sizeof(elem_t))
+            memcpy(d1 + b * <int64_t>sizeof(elem_t), &v1, sizeof(elem_t))
+            memcpy(d2 + b * <int64_t>sizeof(elem_t), &v2, sizeof(elem_t))
+    else:
+        for b in range(n):
+            memcpy(&v0, s + (4 * b) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v1, s + (4 * b + 1) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v2, s + (4 * b + 2) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(&v3, s + (4 * b + 3) * <int64_t>sizeof(elem_t), sizeof(elem_t))
+            memcpy(d0 + b * <int64_t>sizeof(elem_t), &v0, sizeof(elem_t))
+            memcpy(d1 + b * <int64_t>sizeof(elem_t), &v1, sizeof(elem_t))
+            memcpy(d2 + b * <int64_t>sizeof(elem_t), &v2, sizeof(elem_t))
+            memcpy(d3 + b * <int64_t>sizeof(elem_t), &v3, sizeof(elem_t))
+
+
+cdef inline void _small_k(elem_t* tag, const char* s, char* d,
+                          int64_t kn, int64_t kss, int64_t kds,
+                          int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
+    # Few source-fast channels: copy each channel as a strided run, in blocks
+    # so the source block stays in cache across channels.
+    cdef int64_t BLOCK = 4096
+    cdef int64_t W = <int64_t>sizeof(elem_t)
+    cdef int64_t jb, je, a
+    jb = j0
+    while jb < j1:
+        je = jb + BLOCK
+        if je > j1:
+            je = j1
+        if kss == W and iss == kn * W and ids == W and kn <= 4:
+            _deinterleave(tag, s + jb * iss, d + jb * ids, kn, kds, je - jb)
+        else:
+            for a in range(kn):
+                _strided(tag, s + a * kss + jb * iss, d + a * kds + jb * ids, je - jb, iss, ids)
+        jb = je
 
 
 cdef inline void _nibble_row(const plan_t* p, const uint8_t* s, uint8_t* d,
@@ -156,6 +347,36 @@ cdef inline void _nibble_row(const plan_t* p, const uint8_t* s, uint8_t* d,
                 d[y] = v
 
 
+cdef void _tile_any(int w, const char* s, char* d, int64_t kn, int64_t kss, int64_t kds,
+                    int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
+    if w == 4:
+        _tile[uint32_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+    elif w == 2:
+        _tile[uint16_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+    elif w == 1:
+        _tile[uint8_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+    else:
+        _tile[uint64_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+
+
+cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_t j1) noexcept nogil:
+    """Tile path for the (k, inner) pair over inner elements j0..j1."""
+    cdef int w = p.width
+    cdef int64_t kdone = 0, jdone = 0
+    cdef const char* sj = s + j0 * p.inner_ss
+    cdef char* dj = d + j0 * p.inner_ds
+    if DMLSTRIDE_HAVE_SIMD and p.k_ss == w and p.inner_ds == w:
+        dmls_simd_transpose(w, sj, p.inner_ss, dj, p.k_ds, p.k_n, j1 - j0, &kdone, &jdone)
+    if kdone == p.k_n and jdone == j1 - j0:
+        return
+    # Remainders: rows k >= kdone over all j, then columns j >= jdone for k < kdone.
+    if kdone < p.k_n:
+        _tile_any(w, sj + kdone * p.k_ss, dj + kdone * p.k_ds, p.k_n - kdone, p.k_ss, p.k_ds,
+                  0, j1 - j0, p.inner_ss, p.inner_ds)
+    if jdone < j1 - j0 and kdone > 0:
+        _tile_any(w, sj, dj, kdone, p.k_ss, p.k_ds, jdone, j1 - j0, p.inner_ss, p.inner_ds)
+
+
 cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
                int64_t j0, int64_t j1) noexcept nogil:
     """Copy elements j0..j1 of the innermost dimension at outer offsets (so, do_)."""
@@ -165,7 +386,20 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
         _nibble_row(p, <const uint8_t*>s, <uint8_t*>d,
                     so + j0 * p.inner_ss, do_ + j0 * p.inner_ds, n, p.inner_ss, p.inner_ds)
         return
+    if p.mode == MODE_TILE and p.k_n <= 8:
+        if w == 4:
+            _small_k[uint32_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        elif w == 2:
+            _small_k[uint16_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        elif w == 1:
+            _small_k[uint8_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        else:
+            _small_k[uint64_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
+        return
     if p.mode == MODE_TILE:
+        _transpose(p, s + so, d + do_, j0, j1)
+        return
+    if False:
         if w == 4:
             _tile[uint32_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
         elif w == 2:
