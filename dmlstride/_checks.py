@@ -21,8 +21,9 @@ UINT64_LIMIT = 2**64
 
 
 def as_int(value: Any, name: str) -> int:
-    """An exact Python int from an int or numpy integer; bools and floats are refused."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    """An exact Python int from an int or numpy integer; bools, floats and timedeltas are refused."""
+    # np.timedelta64 subclasses np.signedinteger, but a duration is not a count.
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__} ({value!r})")
     return operator.index(value)
 

@@ -135,7 +135,7 @@ def data_type(x: Any) -> TensorDataType:
     """
     if isinstance(x, TensorDataType):
         return x
-    if isinstance(x, (bool, np.bool_)):
+    if isinstance(x, (bool, np.bool_, np.timedelta64)):  # timedelta64 subclasses np.integer
         raise TypeError(f"data_type must be a TensorDataType, int, str or numpy dtype, not {type(x).__name__}")
     if isinstance(x, (int, np.integer)):
         try:

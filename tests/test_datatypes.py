@@ -167,7 +167,11 @@ def test_data_type_returns_the_enum_type():
 # -- data_type: refusals ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [None, 1.0, 2.5, True, False, np.True_, [1], (1,), object(), b"float32", 1j])
+@pytest.mark.parametrize(
+    "bad",
+    [None, 1.0, 2.5, True, False, np.True_, [1], (1,), object(), b"float32", 1j,
+     np.float32(1.0), np.timedelta64(1), np.datetime64(1, "s")],
+)  # fmt: skip
 def test_data_type_wrong_type(bad):
     with pytest.raises(TypeError):
         data_type(bad)
