@@ -24,6 +24,10 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy, memset
 
+cimport numpy as cnp
+
+cnp.import_array()
+
 cdef extern from *:
     """
     #if defined(_OPENMP)
@@ -147,6 +151,8 @@ cdef enum Mode:
     MODE_TILE = 3
     MODE_NIBBLE = 4
 
+# Copies below this many bytes keep the GIL (releasing it costs more than the copy).
+cdef int64_t NOGIL_THRESHOLD = 1 << 14
 # Work below this many destination bytes runs on the calling thread only.
 cdef int64_t PARALLEL_THRESHOLD = 1 << 18
 # Target number of elements per segment of the innermost dimension.
@@ -656,6 +662,14 @@ cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object exten
     return 0
 
 
+cdef inline void _run(const plan_t* p, const char* s, char* d, int nthreads) noexcept:
+    if p.dst_bytes < NOGIL_THRESHOLD:
+        _execute(p, s, d, 1)
+    else:
+        with nogil:
+            _execute(p, s, d, nthreads)
+
+
 def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_need,
             object dst, Py_ssize_t dst_offset, object dst_need, bint refuse_alias=False):
     """Run ``plan`` from ``src`` to ``dst``; return False (doing nothing) on aliasing.
@@ -685,8 +699,7 @@ def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_ne
                 d1 = d0 + <uintptr_t>(<int64_t>plan.dst_extent)
                 if s0 < d1 and d0 < s1:
                     return False
-            with nogil:
-                _execute(&plan.p, s, d, nthreads)
+            _run(&plan.p, s, d, nthreads)
         finally:
             PyBuffer_Release(&dv)
     finally:
@@ -720,3 +733,76 @@ def get_num_threads():
 def have_openmp():
     """Whether the extension was built with OpenMP."""
     return bool(DMLSTRIDE_HAVE_OPENMP)
+
+
+# ---------------------------------------------------------------------------------------
+# gather fast path
+
+cdef class GatherSpec:
+    """What a gather needs, resolved once per descriptor and cached on it."""
+
+    cdef Plan plan
+    cdef int ndim
+    cdef cnp.npy_intp dims[MAXD]
+    cdef int type_num
+    cdef object dtype
+    cdef object total
+    cdef Py_ssize_t align
+
+    def __init__(self, Plan plan not None, sizes, dtype, total, Py_ssize_t align):
+        cdef int i
+        self.plan = plan
+        self.ndim = len(sizes)
+        for i in range(self.ndim):
+            self.dims[i] = sizes[i]
+        self.dtype = dtype
+        self.type_num = dtype.num
+        self.total = total
+        self.align = align
+
+
+def gather_fast(object buffer, object desc, object offset, object out, bint check_alignment,
+                object desc_type):
+    """Gather for the common, already-validated case; None means "take the checked path".
+
+    Taken only when ``desc`` is exactly ``desc_type`` with a cached
+    :class:`GatherSpec`, ``offset`` is a plain int that passes the binding
+    rule, and ``out`` is None or a matching array.  Bounds are always checked
+    against the acquired buffer.
+    """
+    cdef GatherSpec g
+    cdef Py_ssize_t off
+    cdef Py_buffer sv
+    cdef cnp.ndarray arr
+    cdef int i
+    if type(desc) is not desc_type or type(offset) is not int:
+        return None
+    spec = (<dict>desc._cache).get("gather_spec")
+    if spec is None:
+        return None
+    g = <GatherSpec>spec
+    if offset < 0 or offset >= (1 << 62):
+        return None
+    off = offset
+    if check_alignment and ((off & 15) or (g.align and off % g.align)):
+        return None
+    if out is None:
+        arr = cnp.PyArray_EMPTY(g.ndim, g.dims, g.type_num, 0)
+    else:
+        if type(out) is not cnp.ndarray:
+            return None
+        arr = <cnp.ndarray>out
+        if (cnp.PyArray_NDIM(arr) != g.ndim or cnp.PyArray_TYPE(arr) != g.type_num
+                or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISWRITEABLE(arr)
+                or not cnp.PyArray_ISNOTSWAPPED(arr)):
+            return None
+        for i in range(g.ndim):
+            if cnp.PyArray_DIMS(arr)[i] != g.dims[i]:
+                return None
+    _acquire(&sv, buffer, False, "buffer")
+    try:
+        _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
+        _run(&g.plan.p, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads)
+    finally:
+        PyBuffer_Release(&sv)
+    return arr

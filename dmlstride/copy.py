@@ -127,6 +127,9 @@ def gather(
     >>> gather(buf, d).tobytes()
     b'ABCDEF'
     """
+    result = _engine.gather_fast(buffer, desc, offset, out, check_alignment, BufferTensorDesc)
+    if result is not None:
+        return result
     _check_desc(desc)
     off = _check_offset(offset, desc, check_alignment, "offset")
     plan = _plan(desc, "gather")
@@ -136,6 +139,13 @@ def gather(
     else:
         _check_out(out, desc, dtype)
     _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0)
+    _cached(
+        desc,
+        "gather_spec",
+        lambda: _engine.GatherSpec(
+            plan, desc.sizes, dtype, desc.total_tensor_size_in_bytes, desc.guaranteed_base_offset_alignment
+        ),
+    )
     return out
 
 
