@@ -22,6 +22,7 @@ dimension) that threads split into disjoint destination slabs.
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
@@ -213,6 +214,7 @@ cdef inline void _fill(elem_t* tag, const char* s, char* d, int64_t n, int64_t d
 cdef enum:
     TILE_BYTES = 16384      # staging tile, sized for L1
     TILE_PAD = 64           # bytes of padding per staging row (breaks 4 KiB aliasing)
+    TILE_ROW_BYTES = 128    # bytes of k per tile row: TK = TILE_ROW_BYTES / W rows
 
 
 cdef inline void _tile(elem_t* tag, const char* s, char* d,
@@ -222,8 +224,10 @@ cdef inline void _tile(elem_t* tag, const char* s, char* d,
     # destination's is j.  Each tile is read in source order (a short
     # contiguous run of k per j) into an L1-resident staging buffer, then
     # written out in destination order, one contiguous burst per k.
-    cdef char stage[TILE_BYTES + 64 * TILE_PAD]
-    cdef int64_t TK = 128 // sizeof(elem_t)
+    # TK rows of P = TJ * W + TILE_PAD bytes, with TK * TJ * W <= TILE_BYTES and
+    # TK <= TILE_ROW_BYTES (W >= 1): at most TILE_BYTES + TILE_ROW_BYTES * TILE_PAD.
+    cdef char stage[TILE_BYTES + TILE_ROW_BYTES * TILE_PAD]
+    cdef int64_t TK = TILE_ROW_BYTES // sizeof(elem_t)
     cdef int64_t TJ
     cdef int64_t P
     cdef int64_t kb, ke, jb, je, a, b, nk, nj
@@ -501,6 +505,131 @@ cdef void _execute(const plan_t* p, const char* s, char* d, int nthreads) noexce
 
 
 # ---------------------------------------------------------------------------------------
+# 4-bit tensors packed in some memory order: unpack (or pack) blocks through a
+# byte staging buffer and let a byte plan do the layout change.
+
+cdef enum:
+    STAGE_ELEMS = 1 << 16
+
+
+cdef inline void _unpack(const uint8_t* s, int64_t nib0, int64_t n, uint8_t* out, int sign) noexcept nogil:
+    cdef int64_t i = 0, k, pairs
+    cdef const uint8_t* q
+    cdef uint8_t b
+    if n <= 0:
+        return
+    if nib0 & 1:
+        out[0] = s[nib0 >> 1] >> 4
+        i = 1
+    q = s + ((nib0 + i) >> 1)
+    pairs = (n - i) >> 1
+    for k in range(pairs):
+        b = q[k]
+        out[i + 2 * k] = b & 0x0F
+        out[i + 2 * k + 1] = b >> 4
+    if i + 2 * pairs < n:
+        out[n - 1] = q[pairs] & 0x0F
+    if sign:
+        for k in range(n):
+            out[k] = <uint8_t>((out[k] ^ 0x08) - 0x08)
+
+
+cdef inline void _pack(const uint8_t* src, int64_t n, uint8_t* d, int64_t nib0) noexcept nogil:
+    cdef int64_t i = 0, k, pairs
+    cdef uint8_t* q
+    if n <= 0:
+        return
+    if nib0 & 1:
+        d[nib0 >> 1] = <uint8_t>((d[nib0 >> 1] & 0x0F) | ((src[0] & 0x0F) << 4))
+        i = 1
+    q = d + ((nib0 + i) >> 1)
+    pairs = (n - i) >> 1
+    for k in range(pairs):
+        q[k] = <uint8_t>((src[i + 2 * k] & 0x0F) | ((src[i + 2 * k + 1] & 0x0F) << 4))
+    if i + 2 * pairs < n:
+        q[pairs] = <uint8_t>((q[pairs] & 0xF0) | (src[n - 1] & 0x0F))
+
+
+cdef void _run_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
+                      int64_t b0, int64_t b1) noexcept nogil:
+    """Blocks b0..b1 of a staged 4-bit copy (outer dims in p.on/oss/ods)."""
+    cdef uint8_t stage[STAGE_ELEMS]
+    cdef int64_t blk, rem, so, do_, ix
+    cdef int i
+    for blk in range(b0, b1):
+        rem = blk
+        so = 0
+        do_ = 0
+        i = p.nouter - 1
+        while i >= 0:
+            ix = rem % p.on[i]
+            rem = rem // p.on[i]
+            so += ix * p.oss[i]
+            do_ += ix * p.ods[i]
+            i -= 1
+        if p.src_nibble:
+            _unpack(<const uint8_t*>s, so, p.inner_n, stage, p.sign_extend)
+            _run_tasks(sub, <const char*>stage, d + do_, 0, sub.ntasks)
+        else:
+            _run_tasks(sub, s + so, <char*>stage, 0, sub.ntasks)
+            _pack(stage, p.inner_n, <uint8_t*>d, do_)
+
+
+cdef void _execute_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
+                          int nthreads) noexcept nogil:
+    cdef int64_t nblocks = p.outer_count, chunk, nchunks, c, b0, b1
+    if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or nblocks < 2 or p.dst_nibble:
+        _run_staged(p, sub, s, d, 0, nblocks)
+        return
+    nchunks = nthreads * 4
+    if nchunks > nblocks:
+        nchunks = nblocks
+    chunk = (nblocks + nchunks - 1) // nchunks
+    nchunks = (nblocks + chunk - 1) // chunk
+    for c in prange(nchunks, num_threads=nthreads, schedule="static"):
+        b0 = c * chunk
+        b1 = b0 + chunk
+        if b1 > nblocks:
+            b1 = nblocks
+        _run_staged(p, sub, s, d, b0, b1)
+
+
+def _staged_split(dims, int side):
+    """Split dims (n, src, dst strides in elements) for staging, or None.
+
+    ``side`` 1: the source holds nibbles, 2: the destination does.  That side
+    must be packed in some order (strides, sorted, are running products of
+    the sizes).  Returns (outer dims, block dims, block elements): every block
+    is one contiguous run of nibbles of at most STAGE_ELEMS elements.
+    """
+    order = sorted(dims, key=lambda t: t[side], reverse=True)
+    running = 1
+    for n, a, b in reversed(order):
+        if (a, b)[side - 1] != running:
+            return None
+        running *= n
+    block = []
+    elems = 1
+    i = len(order) - 1
+    while i >= 0 and elems * order[i][0] <= STAGE_ELEMS:
+        elems *= order[i][0]
+        block.insert(0, order[i])
+        i -= 1
+    outer = list(order[:i + 1])
+    if outer:
+        # Chunk the next dimension by the largest divisor that still fits.
+        n, a, b = outer[len(outer) - 1]
+        c = STAGE_ELEMS // elems
+        while c > 1 and n % c:
+            c -= 1
+        if c > 1:
+            outer[len(outer) - 1] = (n // c, a * c, b * c)
+            block.insert(0, (c, a, b))
+            elems *= c
+    return outer, block, elems
+
+
+# ---------------------------------------------------------------------------------------
 # planning
 
 cdef class Plan:
@@ -522,6 +651,8 @@ cdef class Plan:
     """
 
     cdef plan_t p
+    cdef plan_t sub          # staged 4-bit copies: the byte plan run per block
+    cdef bint staged
     cdef readonly object src_extent
     cdef readonly object dst_extent
 
@@ -574,8 +705,15 @@ cdef class Plan:
         p.k_n = 1
         p.k_ss = 0
         p.k_ds = 0
+        self.staged = False
         if nibble:
             p.mode = MODE_NIBBLE
+            if p.src_nibble != p.dst_nibble:
+                raw = [(int(n), int(a), int(b)) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
+                split = _staged_split(raw, 1 if p.src_nibble else 2) if raw else None
+                if split is not None and split[2] >= 64:
+                    self._init_staged(split, sizes)
+                    return
         elif inner_ss == width and inner_ds == width:
             p.mode = MODE_MEMCPY
         elif inner_ss == 0:
@@ -615,12 +753,43 @@ cdef class Plan:
             count *= n
         p.dst_bytes = count * width
 
+    cdef _init_staged(self, split, sizes):
+        outer, block, elems = split
+        cdef plan_t* p = &self.p
+        cdef Plan sub
+        side_src = p.src_nibble
+        # Block-relative strides: the nibble side is the staging buffer (bytes).
+        bsizes = [n for n, a, b in block]
+        bsrc = [a for n, a, b in block]
+        bdst = [b for n, a, b in block]
+        sub = Plan(bsizes, bsrc, bdst, 8)
+        self.sub = sub.p
+        self.staged = True
+        p.nouter = len(outer)
+        count = 1
+        for i, (n, a, b) in enumerate(outer):
+            p.on[i] = n
+            p.oss[i] = a
+            p.ods[i] = b
+            count *= n
+        p.outer_count = count
+        p.inner_n = elems
+        p.inner_ss = 1
+        p.inner_ds = 1
+        p.seg_len = elems
+        p.nseg = 1
+        p.ntasks = count
+        total = 1
+        for n in sizes:
+            total *= n
+        p.dst_bytes = total
+
     def describe(self):
         """A dict describing the plan (for tests and the benchmark)."""
         names = {MODE_MEMCPY: "memcpy", MODE_FILL: "fill", MODE_STRIDED: "strided",
                  MODE_TILE: "tile", MODE_NIBBLE: "nibble"}
         return {
-            "mode": names[self.p.mode],
+            "mode": "staged" if self.staged else names[self.p.mode],
             "width": self.p.width,
             "outer": [(self.p.on[i], self.p.oss[i], self.p.ods[i]) for i in range(self.p.nouter)],
             "inner": (self.p.inner_n, self.p.inner_ss, self.p.inner_ds),
@@ -662,8 +831,15 @@ cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object exten
     return 0
 
 
-cdef inline void _run(const plan_t* p, const char* s, char* d, int nthreads) noexcept:
-    if p.dst_bytes < NOGIL_THRESHOLD:
+cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads) noexcept:
+    cdef const plan_t* p = &plan.p
+    if plan.staged:
+        if p.dst_bytes < NOGIL_THRESHOLD:
+            _execute_staged(p, &plan.sub, s, d, 1)
+        else:
+            with nogil:
+                _execute_staged(p, &plan.sub, s, d, nthreads)
+    elif p.dst_bytes < NOGIL_THRESHOLD:
         _execute(p, s, d, 1)
     else:
         with nogil:
@@ -699,7 +875,7 @@ def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_ne
                 d1 = d0 + <uintptr_t>(<int64_t>plan.dst_extent)
                 if s0 < d1 and d0 < s1:
                     return False
-            _run(&plan.p, s, d, nthreads)
+            _run_plan(plan, s, d, nthreads)
         finally:
             PyBuffer_Release(&dv)
     finally:
@@ -802,7 +978,7 @@ def gather_fast(object buffer, object desc, object offset, object out, bint chec
     _acquire(&sv, buffer, False, "buffer")
     try:
         _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
-        _run(&g.plan.p, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads)
+        _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads)
     finally:
         PyBuffer_Release(&sv)
     return arr

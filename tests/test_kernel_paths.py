@@ -1,0 +1,114 @@
+"""Kernel paths at sizes the random property tests rarely reach.
+
+Each case is checked against numpy (``as_strided`` views and fancy indexing),
+never against dmlstride itself:
+
+* the transposing tile with many rows (k up to 300) and ragged remainders in
+  both directions, for every element width, which exercises the register
+  micro-kernels, the staging tile and their edges (a regression: the byte
+  staging tile once overflowed its stack buffer with k >= 128 and a j
+  remainder);
+* the de-interleave kernels for 2, 3 and 4 channels;
+* 4-bit tensors packed in any memory order, which go through byte staging
+  blocks, including blocks that start on an odd nibble;
+* 1 and 2 threads.
+"""
+
+import numpy as np
+import pytest
+
+import dmlstride as ds
+
+WIDTH_DTYPES = ["uint8", "float16", "float32", "float64"]
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    before = ds.get_num_threads()
+    ds.set_num_threads(request.param)
+    yield request.param
+    ds.set_num_threads(before)
+
+
+def _random_buffer(nbytes, seed):
+    return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+
+
+def _numpy_gather(buf, desc):
+    dt = ds.numpy_dtype(desc.data_type)
+    strides = [s * dt.itemsize for s in desc.effective_strides]
+    return np.ndarray(desc.sizes, dt, buffer=buf, strides=strides).copy()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("k,j", [(297, 17), (129, 33), (300, 65), (64, 64), (17, 300), (16, 16), (31, 1030)])
+def test_transpose_tile_edges(dtype, k, j, threads):
+    # Source holds k contiguous (fast) per j; gather to (j-major) C order: a transposition.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, k * 1000 + j)
+    got = ds.gather(buf, desc)
+    assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+    # And the reverse (scatter into the transposed layout), with guard bytes.
+    values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, 7), desc)
+    out = bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 32, 9).tobytes())
+    before = bytes(out)
+    ds.scatter(values, desc, out)
+    dt = values.dtype
+    expect = np.frombuffer(bytearray(before), np.uint8).copy()
+    view = np.ndarray(desc.sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in desc.effective_strides])
+    view[...] = values
+    assert bytes(out) == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("channels", [2, 3, 4, 5])
+def test_interleaved_channels(dtype, channels, threads):
+    sizes = (3, channels, 37, 129)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
+def _nibbles(buf, count, start=0):
+    raw = np.frombuffer(buf, np.uint8)
+    lo, hi = raw & 0x0F, raw >> 4
+    flat = np.stack([lo, hi], axis=1).reshape(-1)
+    return flat[start:start + count]
+
+
+@pytest.mark.parametrize("dtype", ["uint4", "int4"])
+@pytest.mark.parametrize(
+    "sizes,layout",
+    [((2, 3, 64, 64), "NHWC"), ((4, 17, 33, 9), "NHWC"), ((1, 3, 5, 7), "NHWC"),
+     ((2, 64, 130, 70), "NHWC"), ((1001,), "W"), ((2, 2, 3, 3, 3), "NDHWC"), ((257, 255), "WH")],
+)
+def test_four_bit_orders(dtype, sizes, layout, threads):
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
+    buf = _random_buffer(desc.total_tensor_size_in_bytes + 16, sum(sizes))
+    count = desc.last_offset + 1
+    values = _nibbles(buf, count).astype(np.int16)
+    if dtype == "int4":
+        values = np.where(values > 7, values - 16, values)
+    expect = values[desc.offsets()].reshape(sizes)
+    got = ds.gather(buf, desc)
+    assert np.array_equal(got, expect)
+    # Scatter new values: exactly the tensor's nibbles change.
+    lo, hi = (-8, 8) if dtype == "int4" else (0, 16)
+    new = np.random.default_rng(3).integers(lo, hi, sizes).astype(got.dtype)
+    out = bytearray(buf.tobytes())
+    ds.scatter(new, desc, out)
+    flat = _nibbles(bytes(buf), 2 * len(buf)).copy()
+    flat[desc.offsets()] = (new.reshape(-1).astype(np.int16) & 0x0F)
+    packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+    assert bytes(out) == packed.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["uint4", "int4"])
+def test_four_bit_copy_between_orders(dtype, threads):
+    sizes = (2, 5, 33, 17)
+    src_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    dst_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW")
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
+    dst = bytearray(dst_desc.total_tensor_size_in_bytes)
+    ds.copy_tensor(src, src_desc, dst, dst_desc)
+    assert np.array_equal(ds.gather(dst, dst_desc), ds.gather(src, src_desc))
