@@ -679,8 +679,10 @@ cdef class Plan:
         else:
             self.src_extent = (src_last + 1) * width
             self.dst_extent = (dst_last + 1) * width
-        if self.src_extent >= 2**62 or self.dst_extent >= 2**62:
-            raise OverflowError("plan: tensor extent does not fit in 62 bits")
+        # Extents stay exact Python ints: a plan whose extent exceeds every
+        # possible buffer is refused by the range check in execute(), before
+        # any memory is touched.  The C fields below are bounded by the
+        # descriptor limits (sizes and strides < 2**32, width <= 8).
         unit = 1 if nibble else width
         dims = [(int(n), int(a) * unit, int(b) * unit) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
         # Order: destination stride descending (slowest first), then source stride.
@@ -810,7 +812,8 @@ cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -
             f"{name} must support the buffer protocol (bytes, bytearray, memoryview, "
             f"array.array, numpy.ndarray, mmap, ...), not {type(obj).__name__}"
         ) from None
-    except BufferError as exc:
+    except (BufferError, ValueError) as exc:
+        # numpy reports a non-contiguous array as ValueError, others as BufferError.
         raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory") from None
     if writable and view.readonly:
         PyBuffer_Release(view)
@@ -937,7 +940,7 @@ cdef class GatherSpec:
         self.align = align
 
 
-def gather_fast(object buffer, object desc, object offset, object out, bint check_alignment,
+def gather_fast(object buffer, object desc, object offset, object out, object check_alignment,
                 object desc_type):
     """Gather for the common, already-validated case; None means "take the checked path".
 
@@ -952,6 +955,8 @@ def gather_fast(object buffer, object desc, object offset, object out, bint chec
     cdef cnp.ndarray arr
     cdef int i
     if type(desc) is not desc_type or type(offset) is not int:
+        return None
+    if check_alignment is not True and check_alignment is not False:
         return None
     spec = (<dict>desc._cache).get("gather_spec")
     if spec is None:

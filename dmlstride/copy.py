@@ -22,6 +22,8 @@ __all__ = ["gather", "scatter", "copy_tensor", "view", "set_num_threads", "get_n
 
 _FOUR_BIT_RANGE = {TensorDataType.UINT4: (0, 15), TensorDataType.INT4: (-8, 7)}
 _CACHE_LIMIT = 16
+#: Upper bound accepted by :func:`set_num_threads`.
+MAX_THREADS = 1024
 
 
 def _check_desc(desc: Any, name: str = "desc") -> BufferTensorDesc:
@@ -31,6 +33,8 @@ def _check_desc(desc: Any, name: str = "desc") -> BufferTensorDesc:
 
 
 def _check_offset(offset: Any, desc: BufferTensorDesc, check_alignment: bool, name: str) -> int:
+    if not isinstance(check_alignment, (bool, np.bool_)):
+        raise TypeError(f"check_alignment must be a bool, not {type(check_alignment).__name__}")
     off = as_int(offset, name)
     if off < 0:
         raise BufferError(f"{name} is {off}; expected at least 0")
@@ -342,7 +346,10 @@ def set_num_threads(n: int) -> None:
     Builds without OpenMP always use 1.  The default comes from the
     ``DMLSTRIDE_NUM_THREADS`` environment variable, else the CPUs available.
     """
-    _engine.set_num_threads(as_int(n, "n"))
+    n = as_int(n, "n")
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"number of threads is {n}; expected at least 1 and at most {MAX_THREADS}")
+    _engine.set_num_threads(n)
 
 
 def get_num_threads() -> int:
