@@ -1,0 +1,914 @@
+"""Fuzz dmlstride's public API with arbitrary descriptors, offsets and buffers.
+
+One fuzz target, :func:`one_input`, turns a byte string into one call of the
+public API (``BufferTensorDesc`` and its methods, the size functions,
+``gather``, ``scatter``, ``copy_tensor``, ``view`` or the command line) and
+checks the outcome:
+
+* only documented exceptions escape (``DescriptorError``, ``TypeError``,
+  ``BufferError``, ``ValueError``, ``IndexError``, ``OverflowError``), each
+  with a one-line message;
+* every call the rules allow succeeds, and every call they forbid (an element
+  outside the buffer, a read-only destination, an overlapping destination, a
+  field out of range, ...) is refused;
+* a call that succeeds gives exactly what a numpy fancy-index reference gives,
+  byte for byte; a scatter or copy writes the tensor's elements and nothing
+  else; a refused call writes nothing;
+* the interpreter never crashes.
+
+Running it
+----------
+From the repository root, with dmlstride importable (installed, or built in
+place and on ``PYTHONPATH``)::
+
+    python tests/fuzz/fuzz_api.py --seconds 60            # about a minute
+    python tests/fuzz/fuzz_api.py --seconds 3600          # an hour
+    python tests/fuzz/fuzz_api.py --engine hypothesis --seconds 600
+
+The engine is atheris (coverage-guided, ``pip install atheris``) when it is
+installed, else hypothesis.  With atheris, arguments after ``--`` go to
+libFuzzer, e.g. a corpus directory and ``-jobs=2``::
+
+    python tests/fuzz/fuzz_api.py --seconds 600 -- corpus/ -jobs=2
+
+A failing input is printed (hex) and, with atheris, saved as ``crash-*``; add
+it to ``tests/fuzz/regressions/`` (any file name) and ``tests/test_fuzz_smoke.py``
+replays it on every test run.  Replay one by hand with
+``python tests/fuzz/fuzz_api.py --replay FILE``.
+
+The last line of a run is ``executions: N in S s (R/s)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import collections
+import contextlib
+import io
+import mmap
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+try:  # atheris instruments dmlstride's Python code for coverage when it is present
+    import atheris  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the environment
+    atheris = None
+
+if atheris is not None and __name__ == "__main__" and "hypothesis" not in sys.argv:
+    with atheris.instrument_imports(include=["dmlstride"]):
+        import dmlstride
+        import dmlstride.cli
+else:
+    import dmlstride
+    import dmlstride.cli
+
+from dmlstride import (
+    BufferTensorDesc,
+    DescriptorError,
+    TensorDataType,
+    broadcast_strides,
+    calc_buffer_tensor_size,
+    calculate_strides,
+    copy_tensor,
+    gather,
+    numpy_dtype,
+    scatter,
+    view,
+)
+
+ALLOWED = (DescriptorError, TypeError, BufferError, ValueError, IndexError, OverflowError)
+U32 = 2**32
+VALID_TYPES = [t for t in TensorDataType if t is not TensorDataType.UNKNOWN]
+INTERESTING = [
+    0, 1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 63, 64, 255, 256, 4095, 4096,
+    2**15, 2**16 - 1, 2**16, 2**16 + 1, 2**30, 2**31 - 1, 2**31, 2**31 + 1,
+    2**32 - 1, 2**32, 2**32 + 1, 2**62 - 1, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64,
+    -1, -2, -16, -(2**31), -(2**63),
+]
+
+EXECUTIONS = 0
+# (expected exception, actual exception) -> count, for calls refused as predicted
+# but with another documented exception class (reported at the end of a run).
+TYPE_MISMATCHES: collections.Counter[tuple[str, str, str]] = collections.Counter()
+
+
+class Failure(AssertionError):
+    """The API broke its contract on this input."""
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        raise Failure(what)
+
+
+# ---------------------------------------------------------------------------------------
+# reading values from the fuzz input
+
+class Reader:
+    """Draws values from the fuzz input; past its end every draw is 0."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def byte(self) -> int:
+        if self.pos < len(self.data):
+            b = self.data[self.pos]
+            self.pos += 1
+            return b
+        return 0
+
+    def uint(self, nbytes: int) -> int:
+        chunk = self.data[self.pos:self.pos + nbytes]
+        self.pos += len(chunk)
+        return int.from_bytes(chunk.ljust(nbytes, b"\0"), "little")
+
+    def below(self, n: int) -> int:
+        return (self.uint(1) if n <= 256 else self.uint(4)) % n
+
+    def chance(self, per256: int) -> bool:
+        return self.byte() < per256
+
+    def pick(self, seq: Any) -> Any:
+        return seq[self.below(len(seq))]
+
+    def interesting(self) -> int:
+        v = self.pick(INTERESTING)
+        return v + (self.below(5) - 2 if self.chance(40) else 0)
+
+    def wrong_type(self) -> Any:
+        return self.pick([
+            1.0, 2.5, float("nan"), None, "2", "", True, False, np.float32(2), np.float64(1),
+            np.bool_(True), np.timedelta64(2), [2], (1, 2), {"a": 1}, b"\x02", 3 + 0j, object(),
+        ])
+
+    def int_like(self, value: int) -> Any:
+        """``value`` as a Python int or a numpy integer that can hold it."""
+        if self.chance(24):
+            for t in (np.uint8, np.int32, np.uint32, np.int64, np.uint64):
+                info = np.iinfo(t)
+                if info.min <= value <= info.max and self.chance(128):
+                    return t(value)
+        return value
+
+
+def wild_int(r: Reader, small: int) -> Any:
+    """Mostly a small valid int; sometimes a boundary value, a big one or a wrong type."""
+    k = r.byte()
+    if k < 170:
+        return r.int_like(r.below(small))
+    if k < 225:
+        return r.int_like(r.interesting())
+    if k < 240:
+        return r.uint(r.pick([4, 5, 8, 9]))
+    return r.wrong_type()
+
+
+def wild_dims(r: Reader, ndim: int, small: int, lo: int) -> Any:
+    kind = r.byte()
+    if kind < 220:
+        values = [wild_int(r, small) if r.chance(60) else r.below(small - lo) + lo for _ in range(ndim)]
+        if r.chance(20):
+            plain = np.array([int(v) if is_int(v) and 0 <= v < 2**63 else 1 for v in values], dtype=np.int64)
+            values = plain.astype(r.pick([np.int64, np.uint32, np.int8, np.float64]))
+        elif r.chance(40):
+            values = tuple(values)
+        return values
+    if kind < 235:
+        return [[r.below(4) + 1] * (r.below(2) + 1) for _ in range(ndim)]   # nested / ragged
+    return r.wrong_type()
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_, np.timedelta64))
+
+
+def dims_ok(values: Any) -> bool:
+    if isinstance(values, (str, bytes, bytearray, dict, set)) or values is None:
+        return False
+    if isinstance(values, np.ndarray) and (values.ndim != 1 or values.dtype.kind not in "iu"):
+        return False
+    try:
+        return all(is_int(v) for v in values)
+    except TypeError:
+        return False
+
+
+def as_ints(values: Any) -> list[int]:
+    return [int(v) for v in values]
+
+
+# ---------------------------------------------------------------------------------------
+# the rules, computed independently
+
+def min_size(bits: int, sizes: list[int], strides: list[int] | None) -> int:
+    if strides is None:
+        elements = 1
+        for n in sizes:
+            elements *= n
+    else:
+        elements = sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
+    nbytes = (elements * bits + 7) // 8
+    return (nbytes + 3) // 4 * 4
+
+
+def dims_verdict(sizes: Any, strides: Any) -> str | None:
+    if not dims_ok(sizes) or (strides is not None and not dims_ok(strides)):
+        return "TypeError"
+    sizes = as_ints(sizes)
+    if not 1 <= len(sizes) <= 8 or any(not 1 <= n < U32 for n in sizes):
+        return "DescriptorError"
+    if strides is not None:
+        strides = as_ints(strides)
+        if len(strides) != len(sizes) or any(not 0 <= s < U32 for s in strides):
+            return "DescriptorError"
+    return None
+
+
+def calc_verdict(dt: Any, sizes: Any, strides: Any) -> str | None:
+    try:
+        t = dmlstride.data_type(dt)
+    except TypeError:
+        return "TypeError"
+    except DescriptorError:
+        return "DescriptorError"
+    if t is TensorDataType.UNKNOWN:
+        return "DescriptorError"
+    verdict = dims_verdict(sizes, strides)
+    if verdict is not None:
+        return verdict
+    bits = dmlstride.element_bits(t)
+    if min_size(bits, as_ints(sizes), None if strides is None else as_ints(strides)) >= 2**64:
+        return "DescriptorError"
+    return None
+
+
+def desc_verdict(dt: Any, sizes: Any, strides: Any, total: Any, align: Any, flags: Any) -> str | None:
+    """None if the fields make a valid descriptor, else the expected exception class name."""
+    try:
+        t = dmlstride.data_type(dt)
+    except TypeError:
+        return "TypeError"
+    except DescriptorError:
+        return "DescriptorError"
+    if t is TensorDataType.UNKNOWN:
+        return "DescriptorError"
+    verdict = dims_verdict(sizes, strides)
+    if verdict is not None:
+        return verdict
+    sizes = as_ints(sizes)
+    strides = None if strides is None else as_ints(strides)
+    count = 1
+    for n in sizes:
+        count *= n
+    if count >= U32:
+        return "DescriptorError"
+    bits = dmlstride.element_bits(t)
+    minimum = min_size(bits, sizes, strides)
+    if minimum >= 2**64:
+        return "DescriptorError"
+    if total is not None:
+        if not is_int(total):
+            return "TypeError"
+        if not minimum <= int(total) < 2**64:
+            return "DescriptorError"
+    if not is_int(align):
+        return "TypeError"
+    align = int(align)
+    if align != 0 and (align < 0 or align & (align - 1) or align < (bits + 7) // 8 or align >= U32):
+        return "DescriptorError"
+    if not is_int(flags):
+        return "TypeError"
+    if int(flags) not in (0, 1):
+        return "DescriptorError"
+    return None
+
+
+def expect(call: Any, verdict: str | None, label: str) -> Any:
+    """Run ``call``; succeed exactly when ``verdict`` is None."""
+    try:
+        result = call()
+    except ALLOWED as exc:
+        message = str(exc)
+        check(message != "" and "\n" not in message, f"{label}: message {message!r} is not one line")
+        check(verdict is not None, f"{label}: refused a valid call with {type(exc).__name__}: {message}")
+        name = type(exc).__name__
+        if name != verdict and not (verdict == "ValueError" and isinstance(exc, ValueError)):
+            TYPE_MISMATCHES[(label, verdict, name)] += 1
+        raise
+    check(verdict is None, f"{label}: accepted a call that must be refused ({verdict})")
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# reference implementations (numpy fancy indexing on the raw bytes)
+
+def ref_gather(raw: np.ndarray, off: int, desc: BufferTensorDesc) -> np.ndarray:
+    offs = desc.offsets()
+    bits = desc.element_bits
+    if bits == 4:
+        b = raw[off + offs // 2]
+        nib = np.where(offs & 1, b >> 4, b & 0xF).astype(np.uint8)
+        if desc.data_type is TensorDataType.INT4:
+            return ((nib.astype(np.int16) ^ 8) - 8).astype(np.int8).reshape(desc.sizes)
+        return nib.reshape(desc.sizes)
+    w = bits // 8
+    idx = off + offs[:, None] * w + np.arange(w)
+    return raw[idx].reshape(-1).view(numpy_dtype(desc.data_type)).reshape(desc.sizes)
+
+
+def ref_scatter(raw: np.ndarray, off: int, desc: BufferTensorDesc, values: np.ndarray) -> None:
+    offs = desc.offsets()
+    bits = desc.element_bits
+    if bits == 4:
+        v = values.reshape(-1).astype(np.uint8) & 0xF
+        bi = off + offs // 2
+        even = offs % 2 == 0
+        raw[bi[even]] = (raw[bi[even]] & 0xF0) | v[even]
+        odd = ~even
+        raw[bi[odd]] = (raw[bi[odd]] & 0x0F) | (v[odd] << 4)
+        return
+    w = bits // 8
+    idx = off + offs[:, None] * w + np.arange(w)
+    raw[idx] = np.ascontiguousarray(values, dtype=numpy_dtype(desc.data_type)).view(np.uint8).reshape(-1, w)
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------------------------------
+# descriptors and buffers for the data-moving calls
+
+def tame_desc(r: Reader) -> tuple[BufferTensorDesc | None, Any]:
+    """A descriptor of at most 256 elements with tame or extreme strides (or None and its fields)."""
+    dt = r.pick(VALID_TYPES) if r.chance(250) else r.pick([0, 14, "float33", None])
+    ndim = r.pick([1, 1, 2, 2, 2, 3, 3, 4, 5, 8]) if r.chance(252) else r.pick([0, 9])
+    sizes = [r.below(4) + 1 for _ in range(ndim)]
+    while sizes and int(np.prod(sizes)) > 256:
+        sizes[sizes.index(max(sizes))] = 1
+    style = r.byte()
+    if style < 60:
+        strides = None
+    elif style < 200:
+        strides = [r.pick([0, 1, 1, 2, 3, 4, 5, 7, 8, 16]) for _ in range(ndim)]
+    elif style < 230:
+        order = list(range(ndim))
+        for i in range(ndim - 1, 0, -1):
+            j = r.below(i + 1)
+            order[i], order[j] = order[j], order[i]
+        try:
+            strides = list(calculate_strides(tuple(order), sizes)) if ndim else []
+        except ALLOWED:
+            strides = [1] * ndim
+        strides = [s + (r.below(3) if r.chance(60) else 0) for s in strides]
+    else:
+        strides = [r.pick([0, 1, 2**31 - 1, 2**31, 2**32 - 1, r.uint(4)]) for _ in range(ndim)]
+    total = None
+    if r.chance(60):
+        extra = r.pick([0, 1, 3, 4, 16, 64]) if r.chance(230) else r.interesting()
+        try:
+            total = calc_buffer_tensor_size(dt, sizes, strides) + extra
+        except ALLOWED:
+            total = extra
+    align = 0 if r.chance(200) else r.pick([1, 2, 4, 8, 16, 32, 64, 3, 12, 2**31])
+    fields = (dt, sizes, strides, total, align, 0)
+    try:
+        return expect(lambda: BufferTensorDesc(*fields), desc_verdict(*fields), "tame BufferTensorDesc"), fields
+    except ALLOWED:
+        return None, fields
+
+
+BUFFER_KINDS = ["bytes", "bytearray", "ndarray", "ndarray-f32", "ndarray-ro", "ndarray-strided",
+                "memoryview", "memoryview-ro", "memoryview-strided", "array", "mmap"]
+
+
+class Buf:
+    """A buffer object of some kind, plus how to read its bytes and whether it is usable."""
+
+    def __init__(self, r: Reader, length: int) -> None:
+        self.kind = r.pick(BUFFER_KINDS)
+        seed = r.uint(2)
+        data = np.random.default_rng(seed).integers(0, 256, size=max(length, 0) + 8, dtype=np.uint8)
+        self.contiguous = True
+        self.writable = True
+        self._close = None
+        k = self.kind
+        if k == "bytes":
+            self.obj = data[:length].tobytes()
+            self.writable = False
+        elif k == "bytearray":
+            self.obj = bytearray(data[:length].tobytes())
+        elif k == "ndarray":
+            self.obj = data[:length].copy()
+        elif k == "ndarray-f32":
+            n = length // 4
+            self.obj = data[:n * 4].copy().view(np.float32)
+        elif k == "ndarray-ro":
+            self.obj = data[:length].copy()
+            self.obj.flags.writeable = False
+            self.writable = False
+        elif k == "ndarray-strided":
+            base = np.repeat(data[:length], 2)
+            self.obj = base[::2]
+            self.contiguous = length <= 1
+        elif k == "memoryview":
+            self.obj = memoryview(bytearray(data[:length].tobytes()))
+        elif k == "memoryview-ro":
+            self.obj = memoryview(bytearray(data[:length].tobytes())).toreadonly()
+            self.writable = False
+        elif k == "memoryview-strided":
+            self.obj = memoryview(bytearray(np.repeat(data[:length], 2).tobytes()))[::2]
+            self.contiguous = length <= 1
+        elif k == "array":
+            self.obj = array.array("B", data[:length].tobytes())
+        else:
+            mm = mmap.mmap(-1, max(length, 1))
+            mm.write(data[:max(length, 1)].tobytes())
+            self.obj = mm
+            self._close = mm.close
+
+    def raw(self) -> np.ndarray:
+        """A copy of the bytes the buffer exposes."""
+        if isinstance(self.obj, np.ndarray):
+            return np.ascontiguousarray(self.obj).view(np.uint8).reshape(-1).copy()
+        return np.frombuffer(bytes(self.obj), dtype=np.uint8).copy()
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.raw().size)
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+
+
+def wild_offset(r: Reader, near: int) -> Any:
+    k = r.byte()
+    if k < 150:
+        return r.int_like(16 * r.below(4))
+    if k < 200:
+        return r.below(max(near, 1) + 32)
+    if k < 240:
+        return r.int_like(r.interesting())
+    return r.wrong_type()
+
+
+def offset_verdict(off: Any, desc: BufferTensorDesc, check_alignment: bool) -> str | None:
+    if not is_int(off):
+        return "TypeError"
+    off = int(off)
+    if off < 0:
+        return "BufferError"
+    if check_alignment:
+        if off % 16 or (desc.guaranteed_base_offset_alignment and off % desc.guaranteed_base_offset_alignment):
+            return "DescriptorError"
+    return None
+
+
+def buffer_verdict(buf: Buf, off: int, desc: BufferTensorDesc, write: bool) -> str | None:
+    if not buf.contiguous:
+        return "BufferError"
+    if write and not buf.writable:
+        return "BufferError"
+    if off + desc.total_tensor_size_in_bytes > buf.nbytes:
+        return "BufferError"
+    return None
+
+
+def buffer_length(r: Reader, need: int) -> int:
+    k = r.byte()
+    if k < 120:
+        return need + r.below(40)
+    if k < 190:
+        return max(0, need - 1 - r.below(8))
+    return r.below(2048)
+
+
+# ---------------------------------------------------------------------------------------
+# the operations
+
+def op_descriptor(r: Reader) -> None:
+    dt = r.pick(VALID_TYPES) if r.chance(200) else r.pick([0, 14, -1, "float16", "f4", ">f4", "bool",
+                                                           "unknown", np.uint8, np.complex64, None,
+                                                           1.0, True, np.int64(9)])
+    ndim = r.below(10)
+    sizes = wild_dims(r, ndim, 6, 1)
+    strides = None if r.chance(80) else wild_dims(r, ndim if r.chance(230) else ndim + 1, 9, 0)
+    total = None if r.chance(150) else wild_int(r, 4096)
+    align = 0 if r.chance(150) else wild_int(r, 64)
+    flags = 0 if r.chance(200) else wild_int(r, 3)
+    fields = (dt, sizes, strides, total, align, flags)
+    verdict = desc_verdict(*fields)
+    try:
+        d = expect(lambda: BufferTensorDesc(*fields), verdict, "BufferTensorDesc")
+    except ALLOWED:
+        return
+    sizes_i = as_ints(sizes)
+    strides_i = None if strides is None else as_ints(strides)
+    check(d.sizes == tuple(sizes_i), "sizes not kept")
+    minimum = min_size(d.element_bits, sizes_i, strides_i)
+    check(d.minimum_size_in_bytes == minimum, f"minimum size {d.minimum_size_in_bytes} != {minimum}")
+    check(d.total_tensor_size_in_bytes == (minimum if total is None else int(total)), "total not kept")
+    eff = strides_i if strides_i is not None else None
+    if eff is not None:
+        check(d.last_offset == sum((n - 1) * s for n, s in zip(sizes_i, eff)), "last_offset")
+    check(d.element_count == int(np.prod(sizes_i, dtype=object)), "element_count")
+    check(BufferTensorDesc(*d.__reduce__()[1]) == d, "pickle round trip")
+    c = d.to_ctypes()
+    check(c.DimensionCount == len(sizes_i) and c.TotalTensorSizeInBytes == d.total_tensor_size_in_bytes,
+          "to_ctypes")
+    if d.element_count <= 64:
+        d.explain()
+
+
+def op_sizes(r: Reader) -> None:
+    which = r.below(3)
+    if which == 0:
+        dt = r.pick(VALID_TYPES) if r.chance(220) else r.pick([0, None, "x", 2.0])
+        ndim = r.below(10)
+        sizes = wild_dims(r, ndim, 1 << 16, 1)
+        strides = None if r.chance(90) else wild_dims(r, ndim if r.chance(230) else ndim + 1, 1 << 16, 0)
+        verdict = calc_verdict(dt, sizes, strides)
+        try:
+            got = expect(lambda: calc_buffer_tensor_size(dt, sizes, strides), verdict, "calc_buffer_tensor_size")
+        except ALLOWED:
+            return
+        want = min_size(dmlstride.element_bits(dt), as_ints(sizes), None if strides is None else as_ints(strides))
+        check(got == want, f"calc_buffer_tensor_size {got} != {want}")
+    elif which == 1:
+        ndim = r.below(9) + 1
+        sizes = [r.pick([1, 2, 3, 5, 2**16, 2**31, 2**32 - 1]) for _ in range(ndim)]
+        if r.chance(128):
+            layout = r.pick(["HW", "WH", "DHW", "WHD", "NCHW", "NHWC", "NCDHW", "NDHWC", "nchw", "XY", "", "W"])
+        else:
+            layout = tuple(r.below(ndim + 1) for _ in range(ndim if r.chance(220) else ndim + 1))
+        broadcast = None if r.chance(160) else [r.chance(100) for _ in range(ndim if r.chance(230) else 1)]
+        try:
+            got = calculate_strides(layout, sizes, broadcast)
+        except ALLOWED as exc:
+            check("\n" not in str(exc), "multi-line message")
+            return
+        check(len(got) == ndim and all(0 <= s < U32 for s in got), f"strides {got} out of range")
+        # The strides are packed: sorted by stride, each is the product of the faster sizes.
+        bc = broadcast or [False] * ndim
+        check(all(got[i] == 0 for i in range(ndim) if bc[i]), f"broadcast dimensions of {got} not 0")
+        live = sorted((s, sizes[i]) for i, s in enumerate(got) if not bc[i])
+        running = 1
+        for s, n in live:
+            check(s == running, f"calculate_strides({layout!r}, {sizes}) = {got} is not packed")
+            running *= n
+    else:
+        ndim = r.below(4) + 1
+        sizes = [r.below(4) + 1 for _ in range(ndim)]
+        physical = [n if r.chance(160) else r.pick([1, n + 1, 0]) for n in sizes[r.below(ndim + 1):]]
+        if r.chance(10):
+            physical = [1] + physical
+        try:
+            got = broadcast_strides(physical, sizes)
+        except ALLOWED as exc:
+            check("\n" not in str(exc), "multi-line message")
+            return
+        # Reference: numpy's broadcast_to of a packed array, in elements.
+        base = np.zeros(physical or [1], dtype=np.uint8)
+        want = np.broadcast_to(base.reshape(physical) if physical else base[0], sizes).strides
+        check(all(g == w for g, w, n in zip(got, want, sizes) if n > 1),
+              f"broadcast_strides({physical}, {sizes}) = {got}, numpy {want}")
+
+
+def op_gather(r: Reader) -> None:
+    desc, _ = tame_desc(r)
+    if desc is None:
+        return
+    check_alignment = r.chance(180)
+    off = wild_offset(r, 64)
+    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
+    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    try:
+        before = buf.raw()
+        verdict = offset_verdict(off, desc, check_alignment) or buffer_verdict(buf, int(off), desc, False)
+        use_out = r.chance(60)
+        out = np.full(desc.sizes, 7, dtype=numpy_dtype(desc.data_type)) if use_out else None
+        try:
+            got = expect(lambda: gather(buf.obj, desc, offset=off, out=out, check_alignment=check_alignment),
+                         verdict, "gather")
+        except ALLOWED:
+            if out is not None:
+                check(np.all(out == 7), "gather wrote out although refused")
+            return
+        finally:
+            check(np.array_equal(buf.raw(), before), "gather modified its source")
+        if out is not None:
+            check(got is out, "gather did not return out")
+        want = ref_gather(before, int(off), desc)
+        check(same_bytes(got, want), f"gather result differs from the reference for {desc!r} at {off}")
+    finally:
+        buf.close()
+
+
+def wild_values(r: Reader, desc: BufferTensorDesc) -> tuple[Any, str | None]:
+    """Values to scatter, and the verdict they deserve on their own."""
+    dtype = numpy_dtype(desc.data_type)
+    rng = np.random.default_rng(r.uint(2))
+    four = desc.element_bits == 4
+    k = r.byte()
+    if k < 200:
+        if four:
+            lo, hi = (-8, 8) if desc.data_type is TensorDataType.INT4 else (0, 16)
+            values = rng.integers(lo, hi, size=desc.sizes).astype(dtype)
+            if r.chance(30):
+                values.flat[r.below(values.size)] = r.pick([hi, lo - 1]) if lo < 0 else hi
+                return values, "ValueError"
+            return values, None
+        values = rng.integers(0, 256, size=desc.element_count * dtype.itemsize, dtype=np.uint8)
+        return values.view(dtype).reshape(desc.sizes), None
+    if k < 220:
+        shape = tuple(desc.sizes) + (1,) if r.chance(128) else tuple(reversed(desc.sizes)) + (2,)
+        return np.zeros(shape, dtype=dtype), "ValueError"
+    if k < 240:
+        other = r.pick([np.float64, np.int64, np.complex64, np.bool_, np.uint64, np.int8])
+        values = np.zeros(desc.sizes, dtype=other)
+        ok = np.can_cast(values.dtype, dtype, casting="same_kind")
+        return values, None if ok else "TypeError"
+    values = np.zeros(desc.sizes, dtype=dtype).tolist()
+    ok = np.can_cast(np.asarray(values).dtype, dtype, casting="same_kind")
+    return values, None if ok else "TypeError"
+
+
+def op_scatter(r: Reader) -> None:
+    desc, _ = tame_desc(r)
+    if desc is None:
+        return
+    values, verdict = wild_values(r, desc)
+    check_alignment = r.chance(180)
+    off = wild_offset(r, 64)
+    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
+    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    try:
+        before = buf.raw()
+        verdict = (offset_verdict(off, desc, check_alignment)
+                   or ("DescriptorError" if desc.has_overlap else None)
+                   or verdict
+                   or buffer_verdict(buf, int(off), desc, True))
+        try:
+            expect(lambda: scatter(values, desc, buf.obj, offset=off, check_alignment=check_alignment),
+                   verdict, "scatter")
+        except ALLOWED:
+            check(np.array_equal(buf.raw(), before), "scatter wrote although refused")
+            return
+        want = before.copy()
+        ref_scatter(want, int(off), desc, np.asarray(values))
+        check(np.array_equal(buf.raw(), want), f"scatter result differs from the reference for {desc!r} at {off}")
+    finally:
+        buf.close()
+
+
+def op_copy(r: Reader) -> None:
+    src_desc, _ = tame_desc(r)
+    if src_desc is None:
+        return
+    if r.chance(230):
+        ndim = src_desc.dimension_count
+        style = r.byte()
+        if style < 80:
+            strides = None
+        elif style < 200:
+            strides = [r.pick([0, 1, 1, 2, 3, 4, 6, 8]) for _ in range(ndim)]
+        else:
+            strides = list(calculate_strides(tuple(range(ndim))[::-1], src_desc.sizes))   # column-major
+        try:
+            dst_desc = BufferTensorDesc(src_desc.data_type, src_desc.sizes, strides)
+        except ALLOWED:
+            return
+    else:
+        dst_desc, _ = tame_desc(r)
+        if dst_desc is None:
+            return
+    check_alignment = r.chance(180)
+    soff = wild_offset(r, 64)
+    doff = wild_offset(r, 64)
+    same = r.chance(70)
+    sneed = (int(soff) if is_int(soff) and 0 <= soff < 4096 else 0) + src_desc.total_tensor_size_in_bytes
+    dneed = (int(doff) if is_int(doff) and 0 <= doff < 4096 else 0) + dst_desc.total_tensor_size_in_bytes
+    sbuf = Buf(r, buffer_length(r, min(max(sneed, dneed) if same else sneed, 4096)))
+    dbuf = sbuf if same else Buf(r, buffer_length(r, min(dneed, 4096)))
+    try:
+        sbefore = sbuf.raw()
+        dbefore = dbuf.raw()
+        verdict = None
+        if src_desc.sizes != dst_desc.sizes or src_desc.data_type is not dst_desc.data_type:
+            verdict = "DescriptorError"
+        verdict = (verdict or offset_verdict(soff, src_desc, check_alignment)
+                   or offset_verdict(doff, dst_desc, check_alignment)
+                   or ("DescriptorError" if dst_desc.has_overlap else None)
+                   or buffer_verdict(sbuf, int(soff), src_desc, False)
+                   or buffer_verdict(dbuf, int(doff), dst_desc, True))
+        try:
+            expect(lambda: copy_tensor(sbuf.obj, src_desc, dbuf.obj, dst_desc, src_offset=soff, dst_offset=doff,
+                                       check_alignment=check_alignment), verdict, "copy_tensor")
+        except ALLOWED:
+            check(np.array_equal(dbuf.raw(), dbefore), "copy_tensor wrote although refused")
+            check(np.array_equal(sbuf.raw(), sbefore), "copy_tensor changed its source although refused")
+            return
+        want = dbefore.copy()
+        ref_scatter(want, int(doff), dst_desc, ref_gather(sbefore, int(soff), src_desc))
+        check(np.array_equal(dbuf.raw(), want),
+              f"copy_tensor result differs from the reference: {src_desc!r} at {soff} -> {dst_desc!r} at {doff}"
+              f"{' (same buffer)' if same else ''}")
+        if not same:
+            check(np.array_equal(sbuf.raw(), sbefore), "copy_tensor modified its source")
+    finally:
+        sbuf.close()
+        if dbuf is not sbuf:
+            dbuf.close()
+
+
+def op_view(r: Reader) -> None:
+    desc, _ = tame_desc(r)
+    if desc is None:
+        return
+    check_alignment = r.chance(180)
+    off = wild_offset(r, 64)
+    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
+    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    try:
+        before = buf.raw()
+        verdict = ("DescriptorError" if desc.element_bits == 4 else None) or offset_verdict(
+            off, desc, check_alignment) or buffer_verdict(buf, int(off), desc, False)
+        try:
+            v = expect(lambda: view(buf.obj, desc, offset=off, check_alignment=check_alignment), verdict, "view")
+        except ALLOWED:
+            return
+        check(same_bytes(np.ascontiguousarray(v), ref_gather(before, int(off), desc)), "view differs")
+        check(v.flags.writeable == (buf.writable and not desc.has_overlap), "view writability")
+        del v
+    finally:
+        buf.close()
+
+
+def op_methods(r: Reader) -> None:
+    desc, _ = tame_desc(r)
+    if desc is None:
+        return
+    which = r.below(3)
+    if which == 0:
+        index = [r.below(n + 1) - (1 if r.chance(10) else 0) for n in desc.sizes]
+        if r.chance(20):
+            index = index[:-1] if index else [0]
+        if r.chance(10) and index:
+            index[0] = r.wrong_type()
+        try:
+            got = desc.offset_of(index)
+        except ALLOWED as exc:
+            check("\n" not in str(exc), "multi-line message")
+            ok = (len(index) == desc.dimension_count and all(is_int(i) for i in index)
+                  and all(0 <= i < n for i, n in zip(index, desc.sizes)))
+            check(not ok, f"offset_of refused a valid index {index}: {exc}")
+            return
+        check(got == sum(int(i) * s for i, s in zip(index, desc.effective_strides)), "offset_of value")
+        check(all(0 <= i < n for i, n in zip(index, desc.sizes)), "offset_of accepted an index out of range")
+    elif which == 1:
+        rank = r.below(10)
+        try:
+            d2 = desc.to_rank(rank)
+        except ALLOWED:
+            return
+        check(d2.dimension_count == rank and d2.element_count == desc.element_count, "to_rank")
+        check(np.array_equal(np.sort(d2.offsets()), np.sort(desc.offsets())), "to_rank moved elements")
+    else:
+        offs = desc.offsets()
+        check(offs.size == desc.element_count and int(offs.max()) == desc.last_offset, "offsets")
+        check(desc.has_overlap == (np.unique(offs).size != offs.size), "has_overlap")
+
+
+CLI_WORDS = ["size", "describe", "--dtype", "--sizes", "--strides", "--layout", "--broadcast", "--row-pitch",
+             "--total-size", "--alignment", "--max-elements", "--version", "float32", "uint8", "int4", "x",
+             "2,3", "1,1,3,5", "0", "-1", "3", "4294967296", "4294967295,4294967295", "2,,3", "", "NCHW", "HW",
+             "C", "1,0", "16", "64", "65537,65536", "65536,1", "=", "--sizes=-1", "--strides=-2,1", "1.5",
+             "NHWC", "WH", "2147483649", "8"]
+
+
+def op_cli(r: Reader) -> None:
+    argv = [r.pick(CLI_WORDS) for _ in range(r.below(9))]
+    if "--max-elements" in argv:
+        i = argv.index("--max-elements")
+        argv[i + 1:i + 2] = [r.pick(["0", "1", "8", "64", "-1", "x"])]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = dmlstride.cli.main(argv)
+        except SystemExit as stop:  # pragma: no cover - main returns instead
+            rc = stop.code
+    text = err.getvalue()
+    check(rc in (0, 2), f"cli {argv} returned {rc!r}")
+    if rc == 2:
+        lines = text.splitlines()
+        check(len(lines) == 1 and lines[0].startswith("dmlstride: error: "),
+              f"cli {argv} error output is not one line: {text!r}")
+        check("Traceback" not in text, "traceback on stderr")
+
+
+OPERATIONS = [op_descriptor, op_sizes, op_gather, op_gather, op_scatter, op_scatter, op_copy, op_copy,
+              op_view, op_methods, op_cli]
+
+
+def one_input(data: bytes) -> None:
+    """The fuzz target: one API call decided by ``data``, checked against the rules."""
+    global EXECUTIONS
+    EXECUTIONS += 1
+    r = Reader(data)
+    OPERATIONS[r.below(len(OPERATIONS))](r)
+
+
+# ---------------------------------------------------------------------------------------
+# drivers
+
+def _report(start: float) -> None:
+    elapsed = time.monotonic() - start
+    if TYPE_MISMATCHES:
+        print("refused with another documented exception than predicted (label, expected, got: count):")
+        for (label, want, got), n in TYPE_MISMATCHES.most_common():
+            print(f"  {label}: expected {want}, got {got}: {n}")
+    print(f"executions: {EXECUTIONS} in {elapsed:.1f} s ({EXECUTIONS / max(elapsed, 1e-9):.0f}/s)", flush=True)
+
+
+def run_hypothesis(seconds: float, seed: int | None) -> int:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
+
+    start = time.monotonic()
+    base = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
+    print(f"engine: hypothesis, seed {base}", flush=True)
+    batch = 0
+    while time.monotonic() - start < seconds:
+        @hseed(base + batch)
+        @settings(max_examples=300, deadline=None, database=None, derandomize=False,
+                  phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
+                  print_blob=True)
+        @given(st.binary(max_size=400))
+        def target(data: bytes) -> None:
+            one_input(data)
+
+        try:
+            target()
+        except Exception:
+            _report(start)
+            print("FAILURE:", flush=True)
+            traceback.print_exc(file=sys.stdout)
+            return 1
+        batch += 1
+    _report(start)
+    return 0
+
+
+def run_atheris(seconds: float, extra: list[str]) -> int:
+    print("engine: atheris", flush=True)
+    args = [sys.argv[0], f"-max_total_time={int(max(1, seconds))}", "-rss_limit_mb=4096", *extra]
+    atheris.Setup(args, one_input)
+    atheris.Fuzz()
+    return 0  # libFuzzer exits on its own and prints "Done N runs in S second(s)"
+
+
+def replay(paths: list[str]) -> int:
+    for path in paths:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        print(f"replaying {path} ({len(data)} bytes): {data.hex()}")
+        one_input(data)
+    print("all inputs passed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description="Fuzz dmlstride's public API.")
+    p.add_argument("--seconds", type=float, default=60.0, help="how long to run (default 60)")
+    p.add_argument("--engine", choices=["auto", "atheris", "hypothesis"], default="auto")
+    p.add_argument("--seed", type=int, help="hypothesis engine: base seed")
+    p.add_argument("--replay", nargs="+", metavar="FILE", help="run these inputs once and stop")
+    args = p.parse_args(argv)
+    if args.replay:
+        return replay(args.replay)
+    engine = args.engine
+    if engine == "auto":
+        engine = "atheris" if atheris is not None else "hypothesis"
+    if engine == "atheris":
+        if atheris is None:
+            p.error("atheris is not installed (pip install atheris)")
+        return run_atheris(args.seconds, extra)
+    return run_hypothesis(args.seconds, args.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
