@@ -443,3 +443,13 @@ def test_agrees_with_numpy_views(shape, dtype, data):
     start = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     got = gather(base, desc, offset=start, check_alignment=False)
     assert got.tobytes() == np.ascontiguousarray(v).tobytes()
+
+
+def test_out_sharing_memory_with_the_buffer():
+    # out receives the tensor as it was before the call.
+    store = np.arange(32, dtype=np.float32)
+    desc = BufferTensorDesc("float32", [4, 4], strides=[1, 4])
+    expected = ref.gather_py(store.tobytes(), "float32", (4, 4), (1, 4))
+    out = store[:16].reshape(4, 4)
+    assert gather(store, desc, out=out) is out
+    np.testing.assert_array_equal(out, expected)

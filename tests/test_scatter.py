@@ -422,3 +422,16 @@ def test_four_bit_refuses_what_same_kind_refuses(name):
         with pytest.raises(TypeError):  # signed to unsigned is not a same-kind cast
             scatter(np.array([1, 2, 3], dtype=np.int8), BufferTensorDesc(name, [3]), buf)
     assert bytes(buf) == bytes(guarded(8))
+
+
+def test_source_array_sharing_memory_with_the_destination():
+    # The values written are the array's values before the call, as numpy.copyto gives.
+    store = np.arange(64, dtype=np.uint8)
+    source = store[:36].reshape(6, 6)
+    expected_values = source.copy()
+    desc = BufferTensorDesc("uint8", [6, 6], strides=[1, 6])  # transposed over the same bytes
+    expected = bytearray(store.tobytes())
+    ref.scatter_py(expected_values, expected, "uint8", (6, 6), (1, 6))
+    scatter(source, desc, store)
+    assert store.tobytes() == bytes(expected)
+    np.testing.assert_array_equal(gather(store, desc), expected_values)
