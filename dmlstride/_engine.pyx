@@ -44,6 +44,7 @@ cdef extern from *:
        stride dk bytes) each holding N contiguous j values.  Unaligned loads
        and stores only.  Elsewhere DMLSTRIDE_HAVE_SIMD is 0 and the scalar
        staging tile is used. */
+    #include <string.h>
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #define DMLSTRIDE_HAVE_SIMD 1
@@ -106,22 +107,33 @@ cdef extern from *:
         const int64_t N = 16 / W;
         const int64_t TK = 64 / W;      /* one source cache line of k */
         const int64_t TJ = 64;          /* source lines kept in L1 per tile */
-        int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je;
+        /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
+           lie a multiple of 4 KiB apart compete for one L1 set: stage the
+           micro-blocks in a padded buffer and write each row in one burst. */
+        enum { PITCH = 64 * 2 + 64 };
+        char stage[16 * PITCH];
+        const int staged = W <= 2;
+        int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je, i;
         for (kb = 0; kb < kf; kb += TK) {
             ke = kb + TK < kf ? kb + TK : kf;
             for (jb = 0; jb < jf; jb += TJ) {
                 je = jb + TJ < jf ? jb + TJ : jf;
-                for (k = kb; k < ke; k += N)
+                for (k = kb; k < ke; k += N) {
                     for (j = jb; j < je; j += N) {
                         const char *sp = s + j * sj + k * W;
-                        char *dp = d + k * dk + j * W;
+                        char *dp = staged ? stage + (j - jb) * W : d + k * dk + j * W;
+                        int64_t dstep = staged ? PITCH : dk;
                         switch (W) {
-                        case 1: dmls_micro1(sp, sj, dp, dk); break;
-                        case 2: dmls_micro2(sp, sj, dp, dk); break;
+                        case 1: dmls_micro1(sp, sj, dp, dstep); break;
+                        case 2: dmls_micro2(sp, sj, dp, dstep); break;
                         case 4: dmls_micro4(sp, sj, dp, dk); break;
                         default: dmls_micro8(sp, sj, dp, dk); break;
                         }
                     }
+                    if (staged)
+                        for (i = 0; i < N; i++)
+                            memcpy(d + (k + i) * dk + jb * W, stage + i * PITCH, (size_t)((je - jb) * W));
+                }
             }
         }
         *kdone = kf;
