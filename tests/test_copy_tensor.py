@@ -277,3 +277,31 @@ def test_disjoint_ranges_of_one_buffer():
     store = bytearray(raw)
     copy_tensor(store, sdesc, store, ddesc, src_offset=0, dst_offset=160)
     assert bytes(store) == expected_copy(raw, raw, "int16", sizes, None, ddesc.strides, 0, 160)
+
+
+def test_no_packed_temporary_between_separate_buffers():
+    import tracemalloc
+
+    sizes = (1, 64, 64, 64)  # 1 MiB of float32
+    sdesc = BufferTensorDesc("float32", sizes)
+    ddesc = BufferTensorDesc.from_layout("float32", sizes, "NHWC")
+    nbytes = sdesc.total_tensor_size_in_bytes
+    src = ref.random_bytes(1, nbytes)
+    dst = bytearray(nbytes)
+    copy_tensor(src, sdesc, dst, ddesc)  # plans are built and cached outside the measurement
+    gather(src, sdesc)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        gather(src, sdesc)  # control: numpy allocations are traced
+        _, gather_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        copy_tensor(src, sdesc, dst, ddesc)
+        _, copy_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert gather_peak >= nbytes
+    assert copy_peak < nbytes // 8
+    expected = bytearray(nbytes)
+    ref.scatter_np(ref.gather_np(src, "float32", sizes, None), expected, "float32", sizes, ddesc.strides)
+    assert dst == expected

@@ -346,16 +346,22 @@ def test_odd_address_memoryview_slices():
                 assert got.tobytes() == ref.gather_py(bytes(view), name, sizes, strides, 16).tobytes()
 
 
-def test_non_contiguous_buffers_are_refused():
+@pytest.mark.parametrize("warm", [False, True], ids=["first_call", "after_a_good_call"])
+def test_non_contiguous_buffers_are_refused(warm):
     desc = BufferTensorDesc("uint8", [4])
     store = bytearray(64)
+    if warm:
+        gather(store, desc)
     for buf in (memoryview(store)[::2], np.zeros(64, np.uint8)[::2], np.zeros((8, 8), np.uint8)[:, :4]):
         with pytest.raises(BufferError):
             gather(buf, desc)
 
 
-def test_objects_without_the_buffer_protocol_are_refused():
+@pytest.mark.parametrize("warm", [False, True], ids=["first_call", "after_a_good_call"])
+def test_objects_without_the_buffer_protocol_are_refused(warm):
     desc = BufferTensorDesc("uint8", [4])
+    if warm:
+        gather(bytes(4), desc)
     for obj in ([0, 1, 2, 3], "abcd", None, 1234, (1, 2, 3, 4)):
         with pytest.raises(TypeError):
             gather(obj, desc)
@@ -365,6 +371,13 @@ def test_desc_must_be_a_buffer_tensor_desc():
     for bad in (None, "uint8", (4,), BufferTensorDesc("uint8", [4]).to_ctypes()):
         with pytest.raises(TypeError):
             gather(bytes(16), bad)
+
+
+def test_fortran_ordered_numpy_buffer_is_read_in_memory_order():
+    arr = np.asfortranarray(np.arange(64, dtype=np.uint8).reshape(8, 8))
+    raw = arr.tobytes(order="A")  # the bytes in memory order
+    desc = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
+    assert gather(arr, desc, offset=16).tobytes() == ref.gather_py(raw, "uint8", (2, 3), (5, 1), 16).tobytes()
 
 
 def test_mmap_read_only_and_writable():

@@ -101,6 +101,21 @@ def test_every_buffer_kind(kind):
     assert ref.buffer_bytes(buf) == bytes(expected)
 
 
+def test_fortran_ordered_numpy_buffer():
+    # a contiguous buffer whose memory order is not C order: view it like gather reads it
+    # (its raw bytes), or refuse it as a buffer
+    arr = np.asfortranarray(np.arange(64, dtype=np.uint8).reshape(8, 8))
+    desc = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
+    expected = gather(arr, desc, offset=16)
+    assert expected.tobytes() == ref.gather_py(arr.tobytes(order="A"), "uint8", (2, 3), (5, 1), 16).tobytes()
+    try:
+        v = view(arr, desc, offset=16)
+    except BufferError:
+        return
+    assert v.tobytes() == expected.tobytes()
+    assert np.shares_memory(v, arr)
+
+
 def test_read_only_mmap_gives_read_only_view():
     with tempfile.TemporaryFile() as fh:
         fh.write(bytes(range(64)))
