@@ -305,3 +305,17 @@ def test_no_packed_temporary_between_separate_buffers():
     expected = bytearray(nbytes)
     ref.scatter_np(ref.gather_np(src, "float32", sizes, None), expected, "float32", sizes, ddesc.strides)
     assert dst == expected
+
+
+def test_huge_extents_and_offsets_are_buffer_errors():
+    far = BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1])
+    dst = bytearray(guarded(64))
+    with pytest.raises(BufferError):
+        copy_tensor(bytes(64), far, dst, BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1]))
+    small = BufferTensorDesc("uint8", [4])
+    for off in (2**62, 2**64):
+        with pytest.raises(BufferError):
+            copy_tensor(bytes(64), small, dst, small, src_offset=off)
+        with pytest.raises(BufferError):
+            copy_tensor(bytes(64), small, dst, small, dst_offset=off)
+    assert bytes(dst) == bytes(guarded(64))

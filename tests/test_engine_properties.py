@@ -289,8 +289,8 @@ def test_nibble_path_matches_reference(dt, sizes, strides):
 # channels (k <= 8) de-interleave; more go through tiles, with register-sized
 # micro-blocks where both fast strides are one element and scalar remainders
 # where k or j is not a multiple of the micro-block.
-TRANSPOSE_K = [2, 3, 4, 5, 8, 9, 16, 17, 33, 70]
-TRANSPOSE_J = [8, 15, 16, 17, 64, 100]
+TRANSPOSE_K = [2, 3, 4, 5, 8, 9, 16, 17, 33, 70, 130, 257]
+TRANSPOSE_J = [8, 15, 16, 17, 64, 100, 200]
 
 
 @pytest.mark.parametrize("width", sorted(WIDTH_TYPES))

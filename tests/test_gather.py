@@ -466,3 +466,22 @@ def test_out_sharing_memory_with_the_buffer():
     out = store[:16].reshape(4, 4)
     assert gather(store, desc, out=out) is out
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first_call", "after_a_good_call"])
+def test_huge_offsets_and_extents_are_buffer_errors(warm):
+    desc = BufferTensorDesc("uint8", [4, 4])
+    if warm:
+        gather(bytes(16), desc)
+    for off in (2**40, 2**62, 2**63, 2**64, 2**100):
+        with pytest.raises(BufferError):
+            gather(bytes(64), desc, offset=off)
+        with pytest.raises(BufferError):
+            gather(bytes(64), desc, offset=off + 3, check_alignment=False)
+    # descriptors whose extent or declared range is near 2**63 bytes
+    far = BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1])
+    declared = BufferTensorDesc("float32", [3], total_tensor_size_in_bytes=2**64 - 4)
+    for big in (far, declared):
+        with pytest.raises(BufferError) as info:
+            gather(bytes(64), big)
+        assert str(big.total_tensor_size_in_bytes) in str(info.value) and "64" in str(info.value)

@@ -203,3 +203,14 @@ def test_view_agrees_with_gather_and_the_reference(data, layout, seed):
     assert gather(buf, desc, offset=offset, check_alignment=aligned).tobytes() == expected.tobytes()
     writable = kind not in ref.READ_ONLY_KINDS and not ref.overlaps(layout.sizes, layout.effective)
     assert v.flags.writeable == writable
+
+
+def test_huge_offsets_and_extents_are_buffer_errors():
+    far = BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1])
+    declared = BufferTensorDesc("float32", [3], total_tensor_size_in_bytes=2**64 - 4)
+    for desc in (far, declared):
+        with pytest.raises(BufferError):
+            view(bytearray(64), desc)
+    for off in (2**62, 2**64):
+        with pytest.raises(BufferError):
+            view(bytearray(64), BufferTensorDesc("uint8", [4]), offset=off)
