@@ -110,24 +110,44 @@ cdef extern from *:
         /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
            lie a multiple of 4 KiB apart compete for one L1 set: stage the
            micro-blocks in a padded buffer and write each row in one burst. */
-        enum { PITCH = 64 * 2 + 64 };
+        enum { PITCH = 64 * 2 + 64, SPITCH = 64 + 16 };
         char stage[16 * PITCH];
         const int staged = W <= 2;
+        /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
+           while the tile revisits them: copy the tile's source lines to a
+           padded buffer first (each source line is then read once). */
+        char sstage[64 * SPITCH];
+        const int sstaged = (sj % 4096) == 0;
+        const char *sbase;
+        int64_t sstep;
         int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je, i;
         for (kb = 0; kb < kf; kb += TK) {
             ke = kb + TK < kf ? kb + TK : kf;
             for (jb = 0; jb < jf; jb += TJ) {
                 je = jb + TJ < jf ? jb + TJ : jf;
+                if (sstaged) {
+                    if ((ke - kb) * W == 64)
+                        for (j = jb; j < je; j++)
+                            memcpy(sstage + (j - jb) * SPITCH, s + j * sj + kb * W, 64);
+                    else
+                        for (j = jb; j < je; j++)
+                            memcpy(sstage + (j - jb) * SPITCH, s + j * sj + kb * W, (size_t)((ke - kb) * W));
+                    sbase = sstage - jb * SPITCH - kb * W;
+                    sstep = SPITCH;
+                } else {
+                    sbase = s;
+                    sstep = sj;
+                }
                 for (k = kb; k < ke; k += N) {
                     for (j = jb; j < je; j += N) {
-                        const char *sp = s + j * sj + k * W;
+                        const char *sp = sbase + j * sstep + k * W;
                         char *dp = staged ? stage + (j - jb) * W : d + k * dk + j * W;
                         int64_t dstep = staged ? PITCH : dk;
                         switch (W) {
-                        case 1: dmls_micro1(sp, sj, dp, dstep); break;
-                        case 2: dmls_micro2(sp, sj, dp, dstep); break;
-                        case 4: dmls_micro4(sp, sj, dp, dk); break;
-                        default: dmls_micro8(sp, sj, dp, dk); break;
+                        case 1: dmls_micro1(sp, sstep, dp, dstep); break;
+                        case 2: dmls_micro2(sp, sstep, dp, dstep); break;
+                        case 4: dmls_micro4(sp, sstep, dp, dk); break;
+                        default: dmls_micro8(sp, sstep, dp, dk); break;
                         }
                     }
                     if (staged)
@@ -163,13 +183,14 @@ cdef enum Mode:
     MODE_STRIDED = 2
     MODE_TILE = 3
     MODE_NIBBLE = 4
+    MODE_INTERLEAVE = 5
 
 # Copies below this many bytes keep the GIL (releasing it costs more than the copy).
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
 # Work below this many destination bytes runs on the calling thread only.
 cdef int64_t PARALLEL_THRESHOLD = 1 << 18
 # Target number of elements per segment of the innermost dimension.
-cdef int64_t SEGMENT_ELEMS = 1 << 14
+cdef int64_t SEGMENT_ELEMS = 1 << 16
 
 cdef int g_num_threads = 1
 
@@ -324,6 +345,46 @@ cdef inline void _deinterleave(elem_t* tag, const char* s, char* d, int64_t kn, 
             memcpy(d3 + b * <int64_t>sizeof(elem_t), &v3, sizeof(elem_t))
 
 
+cdef inline void _interleave(elem_t* tag, const char* s, char* d, int64_t kn, int64_t kss,
+                             int64_t n) noexcept nogil:
+    # kn (2..4) source planes kss bytes apart, each contiguous, interleaved
+    # into the destination: d[j * kn + a] = plane_a[j].
+    cdef int64_t b
+    cdef elem_t v0, v1, v2, v3
+    cdef const char* s0 = s
+    cdef const char* s1 = s + kss
+    cdef const char* s2 = s + 2 * kss
+    cdef const char* s3 = s + 3 * kss
+    cdef int64_t W = <int64_t>sizeof(elem_t)
+    if kn == 2:
+        for b in range(n):
+            memcpy(&v0, s0 + b * W, sizeof(elem_t))
+            memcpy(&v1, s1 + b * W, sizeof(elem_t))
+            memcpy(d + (2 * b) * W, &v0, sizeof(elem_t))
+            memcpy(d + (2 * b + 1) * W, &v1, sizeof(elem_t))
+    elif kn == 3:
+        for b in range(n):
+            memcpy(&v0, s0 + b * W, sizeof(elem_t))
+            memcpy(&v1, s1 + b * W, sizeof(elem_t))
+            memcpy(&v2, s2 + b * W, sizeof(elem_t))
+            memcpy(d + (3 * b) * W, &v0, sizeof(elem_t))
+            memcpy(d + (3 * b + 1) * W, &v1, sizeof(elem_t))
+            memcpy(d + (3 * b + 2) * W, &v2, sizeof(elem_t))
+    elif kn == 4:
+        for b in range(n):
+            memcpy(&v0, s0 + b * W, sizeof(elem_t))
+            memcpy(&v1, s1 + b * W, sizeof(elem_t))
+            memcpy(&v2, s2 + b * W, sizeof(elem_t))
+            memcpy(&v3, s3 + b * W, sizeof(elem_t))
+            memcpy(d + (4 * b) * W, &v0, sizeof(elem_t))
+            memcpy(d + (4 * b + 1) * W, &v1, sizeof(elem_t))
+            memcpy(d + (4 * b + 2) * W, &v2, sizeof(elem_t))
+            memcpy(d + (4 * b + 3) * W, &v3, sizeof(elem_t))
+    else:
+        for b in range(kn):
+            _strided(tag, s + b * kss, d + b * W, n, W, kn * W)
+
+
 cdef inline void _small_k(elem_t* tag, const char* s, char* d,
                           int64_t kn, int64_t kss, int64_t kds,
                           int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
@@ -407,6 +468,18 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
     if p.mode == MODE_NIBBLE:
         _nibble_row(p, <const uint8_t*>s, <uint8_t*>d,
                     so + j0 * p.inner_ss, do_ + j0 * p.inner_ds, n, p.inner_ss, p.inner_ds)
+        return
+    if p.mode == MODE_INTERLEAVE:
+        s = s + so + j0 * p.inner_ss
+        d = d + do_ + j0 * p.inner_ds
+        if w == 4:
+            _interleave[uint32_t](NULL, s, d, p.k_n, p.k_ss, n)
+        elif w == 2:
+            _interleave[uint16_t](NULL, s, d, p.k_n, p.k_ss, n)
+        elif w == 1:
+            _interleave[uint8_t](NULL, s, d, p.k_n, p.k_ss, n)
+        else:
+            _interleave[uint64_t](NULL, s, d, p.k_n, p.k_ss, n)
         return
     if p.mode == MODE_TILE and p.k_n <= 8:
         if w == 4:
@@ -742,6 +815,15 @@ cdef class Plan:
             if best >= 0 and inner_n >= 8:
                 p.mode = MODE_TILE
                 p.k_n, p.k_ss, p.k_ds = outer.pop(best)
+            elif best >= 0 and inner_n <= 4 and inner_ds == width:
+                # Interleave a few channels: the source-fast dimension k becomes
+                # the loop, the destination-fast (small) one the channels.
+                n, a, b = outer[best]
+                if a == width and b == inner_n * width:
+                    outer.pop(best)
+                    p.mode = MODE_INTERLEAVE
+                    p.k_n, p.k_ss, p.k_ds = inner_n, inner_ss, inner_ds
+                    inner_n, inner_ss, inner_ds = n, a, b
         p.nouter = len(outer)
         outer_count = 1
         for i, (n, a, b) in enumerate(outer):
@@ -801,13 +883,14 @@ cdef class Plan:
     def describe(self):
         """A dict describing the plan (for tests and the benchmark)."""
         names = {MODE_MEMCPY: "memcpy", MODE_FILL: "fill", MODE_STRIDED: "strided",
-                 MODE_TILE: "tile", MODE_NIBBLE: "nibble"}
+                 MODE_TILE: "tile", MODE_NIBBLE: "nibble", MODE_INTERLEAVE: "interleave"}
         return {
             "mode": "staged" if self.staged else names[self.p.mode],
             "width": self.p.width,
             "outer": [(self.p.on[i], self.p.oss[i], self.p.ods[i]) for i in range(self.p.nouter)],
             "inner": (self.p.inner_n, self.p.inner_ss, self.p.inner_ds),
-            "tile": (self.p.k_n, self.p.k_ss, self.p.k_ds) if self.p.mode == MODE_TILE else None,
+            "tile": (self.p.k_n, self.p.k_ss, self.p.k_ds)
+                    if self.p.mode in (MODE_TILE, MODE_INTERLEAVE) else None,
             "tasks": self.p.ntasks,
             "segment": self.p.seg_len,
         }
