@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Build the extension with AddressSanitizer in a temporary copy of the
+# repository and run the test suite (and a bounded fuzz run) against it.
+#
+#   tests/asan.sh                    # whole suite, then 30 s of fuzzing
+#   tests/asan.sh -m "not bigmem"    # extra arguments go to pytest
+#   ASAN_FUZZ_SECONDS=600 tests/asan.sh
+#
+# Needs gcc (or a CC that understands -fsanitize=address) and its libasan.
+# The working tree's own in-place build is left alone.  Python allocates
+# through malloc (PYTHONMALLOC=malloc) so that ASan also guards the memory of
+# bytes and bytearray buffers; leak detection is off because the interpreter
+# deliberately leaks at exit.  Exit status: 0 when the tests pass and ASan
+# reports nothing.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+cc=${CC:-gcc}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+libasan=$("$cc" -print-file-name=libasan.so)
+if [ ! -e "$libasan" ]; then
+    echo "asan: $cc has no libasan.so; install it (e.g. the libasan package of your compiler)" >&2
+    exit 2
+fi
+
+echo "== copy the working tree to $work/src"
+mkdir -p "$work/src"
+(cd "$repo" && git ls-files --cached --others --exclude-standard -z \
+    | grep -zv -e '\.so$' -e '^dmlstride/_engine\.c$' -e '^build/' \
+    | xargs -0 cp --parents -t "$work/src" 2>/dev/null) || true
+cd "$work/src" || exit 2
+rm -rf build dmlstride/_engine*.so dmlstride/_engine.c
+
+echo "== build with -fsanitize=address"
+export DMLSTRIDE_EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer -g"
+export DMLSTRIDE_EXTRA_LDFLAGS="-fsanitize=address"
+if ! "$python" setup.py -q build_ext --inplace > "$work/build.log" 2>&1; then
+    cat "$work/build.log"
+    echo "asan: build failed" >&2
+    exit 2
+fi
+so=$(ls dmlstride/_engine*.so)
+if ! nm -D "$so" | grep __asan_ > /dev/null; then
+    echo "asan: $so is not instrumented" >&2
+    exit 2
+fi
+
+export LD_PRELOAD="$libasan"
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:log_path=$work/asan"
+export PYTHONMALLOC=malloc
+fuzz_seconds=${ASAN_FUZZ_SECONDS:-30}
+
+where=$("$python" -c "import dmlstride._engine as e; print(e.__file__)")
+case "$where" in
+  "$work"/src/*) echo "== testing the instrumented engine at $where" ;;
+  *) echo "asan: imported $where instead of the instrumented build" >&2; exit 2 ;;
+esac
+
+"$python" -m pytest -q -p no:cacheprovider "$@" tests 2>&1 | tee "$work/pytest.log"
+status=${PIPESTATUS[0]}
+
+echo "== fuzz for $fuzz_seconds s under ASan"
+PYTHONPATH="$work/src${PYTHONPATH:+:$PYTHONPATH}" "$python" tests/fuzz/fuzz_api.py --engine hypothesis --seconds "$fuzz_seconds" 2>&1 | tee "$work/fuzz.log"
+fuzz_status=${PIPESTATUS[0]}
+[ "$fuzz_status" -eq 0 ] || status=1
+
+reports=$(ls "$work"/asan.* 2>/dev/null | wc -l)
+echo
+echo "== AddressSanitizer summary"
+echo "pytest: $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* =+$' "$work/pytest.log" | tail -n 1)"
+echo "fuzz: $(grep -E '^executions: ' "$work/fuzz.log" | tail -n 1) (exit status $fuzz_status)"
+if [ "$reports" -gt 0 ]; then
+    echo "ASan: $reports report(s):"
+    cat "$work"/asan.*
+    exit 1
+fi
+echo "ASan: no errors reported"
+exit "$status"
