@@ -216,7 +216,20 @@ def test_offsets_alignment_and_bounds_are_checked_before_writing():
 
 
 # --------------------------------------------------------------------------------------
-# source and destination in the same memory
+# source and destination in the same memory: the result is what a copy through
+# a temporary gives, or the call is refused with a clear error (nothing written)
+
+
+def copied_or_clearly_refused(store, raw, call) -> bool:
+    """Run ``call``; True if it copied, False if it refused (then ``store`` is unchanged)."""
+    try:
+        call()
+    except (ValueError, BufferError) as exc:
+        assert len(str(exc)) > 20, f"unclear refusal: {exc!r}"
+        assert bytes(store) == bytes(raw)
+        return False
+    return True
+
 
 
 def _in_place_cases():
@@ -252,7 +265,9 @@ def test_overlapping_memory_is_as_if_through_a_temporary(case, name, sizes, s, d
         arr = np.frombuffer(store, np.uint8)
         src, dst = arr.view(), arr.view()
         src.flags.writeable = False
-    copy_tensor(src, sdesc, dst, ddesc, src_offset=so, dst_offset=do)
+    if not copied_or_clearly_refused(store, raw, lambda: copy_tensor(src, sdesc, dst, ddesc, src_offset=so,
+                                                                     dst_offset=do)):
+        return
     assert bytes(store) == expected_copy(raw, raw, name, sizes, s, d, so, do)
 
 
@@ -263,8 +278,10 @@ def test_overlapping_memory_at_odd_offsets():
         for do in range(0, 12, 5):
             raw = ref.random_bytes(so * 16 + do, 300)
             store = bytearray(raw)
-            copy_tensor(memoryview(store)[1:], sdesc, memoryview(store)[1:], ddesc,
-                        src_offset=so, dst_offset=do, check_alignment=False)
+            if not copied_or_clearly_refused(store, raw, lambda: copy_tensor(
+                    memoryview(store)[1:], sdesc, memoryview(store)[1:], ddesc,
+                    src_offset=so, dst_offset=do, check_alignment=False)):
+                continue
             assert bytes(store[1:]) == expected_copy(raw[1:], raw[1:], "float32", (8, 8), (1, 8), None, so, do)
             assert store[0] == raw[0]
 
