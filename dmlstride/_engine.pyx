@@ -1049,6 +1049,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     cdef Py_buffer sv
     cdef cnp.ndarray arr
     cdef int i
+    cdef uintptr_t s0, s1, d0, d1
     if type(desc) is not desc_type or type(offset) is not int:
         return None
     if check_alignment is not True and check_alignment is not False:
@@ -1078,6 +1079,14 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     _acquire(&sv, buffer, False, "buffer")
     try:
         _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
+        if out is not None:
+            # An out array sharing memory with the source range takes the checked path.
+            s0 = <uintptr_t>sv.buf + <uintptr_t>off
+            s1 = s0 + <uintptr_t>(<int64_t>g.plan.src_extent)
+            d0 = <uintptr_t>cnp.PyArray_DATA(arr)
+            d1 = d0 + <uintptr_t>cnp.PyArray_NBYTES(arr)
+            if s0 < d1 and d0 < s1:
+                return None
         _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads)
     finally:
         PyBuffer_Release(&sv)

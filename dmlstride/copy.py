@@ -142,7 +142,11 @@ def gather(
         out = np.empty(desc.sizes, dtype=dtype)
     else:
         _check_out(out, desc, dtype)
-    _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0)
+    if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True):
+        # out shares memory with the tensor's buffer range: go through a temporary.
+        tmp = np.empty(desc.sizes, dtype=dtype)
+        _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0)
+        np.copyto(out, tmp)
     _cached(
         desc,
         "gather_spec",
@@ -241,7 +245,9 @@ def scatter(
     _refuse_overlapping_destination(desc, "desc")
     src = _prepare_source(array, desc)
     plan = _plan(desc, "scatter")
-    _engine.execute(plan, src, 0, 0, buffer, off, desc.total_tensor_size_in_bytes)
+    if not _engine.execute(plan, src, 0, 0, buffer, off, desc.total_tensor_size_in_bytes, True):
+        # The array shares memory with the destination range: read from a copy.
+        _engine.execute(plan, src.copy(), 0, 0, buffer, off, desc.total_tensor_size_in_bytes)
 
 
 def copy_tensor(

@@ -112,3 +112,16 @@ def test_four_bit_copy_between_orders(dtype, threads):
     dst = bytearray(dst_desc.total_tensor_size_in_bytes)
     ds.copy_tensor(src, src_desc, dst, dst_desc)
     assert np.array_equal(ds.gather(dst, dst_desc), ds.gather(src, src_desc))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_gather_into_out_that_aliases_the_buffer(dtype, threads):
+    # Transpose a square tensor in place: out is the very memory being read.
+    n = 67
+    base = np.arange(n * n, dtype=dtype) if dtype != "uint8" else (np.arange(n * n) % 251).astype(dtype)
+    desc = ds.BufferTensorDesc(dtype, [n, n], strides=[1, n])
+    expect = base.reshape(n, n).T.copy()
+    out = base.reshape(n, n)
+    got = ds.gather(base, desc, out=out)
+    assert got is out
+    assert np.array_equal(out, expect)
