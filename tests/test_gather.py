@@ -485,3 +485,18 @@ def test_huge_offsets_and_extents_are_buffer_errors(warm):
         with pytest.raises(BufferError) as info:
             gather(bytes(64), big)
         assert str(big.total_tensor_size_in_bytes) in str(info.value) and "64" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ref.TYPE_NAMES)
+@pytest.mark.parametrize("sizes,strides", [((4, 6), (1, 4)), ((3, 5), (7, 1)), ((2, 3, 4), (1, 8, 2)), ((4, 6), (0, 1))])
+@pytest.mark.parametrize("shift", [0, 8, 32])
+def test_out_viewing_the_buffer_bytes(name, sizes, strides, shift):
+    info = ref.type_info(name)
+    desc = BufferTensorDesc(name, sizes, strides)
+    count = int(np.prod(sizes))
+    raw = ref.random_bytes(shift, 32 + desc.total_tensor_size_in_bytes + count * info.dtype.itemsize)
+    store = np.frombuffer(bytearray(raw), np.uint8)
+    expected = ref.gather_py(raw, name, sizes, strides, 32)
+    out = np.frombuffer(store, dtype=info.dtype, count=count, offset=shift).reshape(sizes)
+    assert gather(store, desc, offset=32, out=out) is out
+    assert out.tobytes() == expected.tobytes()

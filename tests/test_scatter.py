@@ -435,3 +435,24 @@ def test_source_array_sharing_memory_with_the_destination():
     scatter(source, desc, store)
     assert store.tobytes() == bytes(expected)
     np.testing.assert_array_equal(gather(store, desc), expected_values)
+
+
+@pytest.mark.parametrize("name", ref.TYPE_NAMES)
+@pytest.mark.parametrize("layout", ["padded", "column_major", "nhwc", "stepped"])
+@pytest.mark.parametrize("shift", [0, 16, 48])
+def test_source_viewing_the_destination_bytes(name, layout, shift):
+    sizes, strides = LAYOUTS[layout]
+    info = ref.type_info(name)
+    desc = BufferTensorDesc(name, sizes, strides)
+    count = int(np.prod(sizes))
+    n = 64 + desc.total_tensor_size_in_bytes + count * info.dtype.itemsize
+    raw = ref.random_bytes(shift, n)
+    if info.bits == 4:
+        raw = bytes(b & 0x07 for b in raw)  # in range for both 4-bit types
+    store = np.frombuffer(bytearray(raw), np.uint8)
+    source = np.frombuffer(store, dtype=info.dtype, count=count, offset=shift).reshape(sizes)
+    values = source.copy()
+    expected = bytearray(raw)
+    ref.scatter_py(values, expected, name, sizes, strides, 16)
+    scatter(source, desc, store, offset=16)
+    assert store.tobytes() == bytes(expected)
