@@ -566,7 +566,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--case", action="append", metavar="PATTERN",
                    help="run only cases whose name contains PATTERN (or matches it, with * ? [ ]); "
                         "repeatable")
-    p.add_argument("--repeats", type=int, metavar="N", help="timing repeats per case (default 11, quick 5)")
+    p.add_argument("--repeats", type=int, metavar="N", help="timing repeats per case (default 15, quick 5)")
     p.add_argument("--preallocated", action="store_true",
                    help="gathers write into an output allocated once (out=, np.copyto) instead of a new array")
     p.add_argument("--check-targets", action="store_true", help=f"exit {EXIT_TARGETS} if a speed target is missed")
@@ -599,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     if C.torch is not None:
         C.torch.set_num_threads(ds.get_num_threads())  # same thread budget for the torch column
     settings = Settings(
-        repeats=args.repeats or (5 if args.quick else 11),
+        repeats=args.repeats or (5 if args.quick else 15),
         min_sample_ns=2_000_000 if args.quick else 10_000_000,
         preallocated=args.preallocated,
     )
