@@ -128,6 +128,12 @@ I4_2 = BufferTensorDesc("int4", [2])
 # A valid descriptor (size below 2**64) whose extent is far beyond any buffer.
 F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1])
 F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8)
+# Eight dimensions whose total size is just below 2**63 bytes, with 2**32 - 1 elements.
+F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32 - 1] * 8)
+# Four elements up to 64 GiB apart, each at its own offset.
+F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2])
+# 256 elements spread over 8 dimensions with distinct huge strides (no two share an offset).
+F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)])
 
 
 def _ro_out(b: Buffers) -> np.ndarray:
@@ -218,6 +224,8 @@ CASES: list[Case] = [
          TypeError, "total_tensor_size_in_bytes"),
     # FLOAT64 with a last element offset near 2**63: 2**66 bytes.
     Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1]),
+         DescriptorError, "2**64"),
+    Case("desc-overflow-8-dims", lambda b: BufferTensorDesc("float64", [2**31 + 1] + [1] * 7, [U32 - 1] * 8),
          DescriptorError, "2**64"),
     Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1]),
          DescriptorError, "2**64"),
@@ -348,6 +356,9 @@ CASES: list[Case] = [
     # Valid descriptors whose extent dwarfs any buffer: refused, never wrapped.
     Case("gather-extent-2**64", lambda b: gather(b.by, F32_HUGE), BufferError, "too small"),
     Case("gather-8-dims-huge-strides", lambda b: gather(b.by, F64_8D), BufferError, "too small"),
+    Case("gather-8-dims-total-near-2**63", lambda b: gather(b.by, F64_8D_2_63), BufferError, "too small"),
+    Case("gather-far-elements-out", lambda b: gather(b.by, F64_FAR, out=b.out.astype(np.float64)[:2, :2].copy()),
+         BufferError, "too small"),
     # ------------------------------------------------------------------ scatter
     Case("scatter-readonly-bytes", lambda b: scatter(b.arr, U8_2x3, b.by), BufferError, "read-only"),
     Case("scatter-readonly-memoryview", lambda b: scatter(b.arr, U8_2x3, b.mv_ro), BufferError, "read-only"),
@@ -392,6 +403,9 @@ CASES: list[Case] = [
          "INT4 elements must be -8 to 7"),
     Case("scatter-overlapping-destination",
          lambda b: scatter(b.arr, BufferTensorDesc("uint8", [2, 3], [0, 1]), b.ba), DescriptorError, "overlapping"),
+    Case("scatter-far-elements", lambda b: scatter(np.ones((2, 2)), F64_FAR, b.ba), BufferError, "too small"),
+    Case("scatter-8-dims-huge-strides", lambda b: scatter(np.ones([2] * 8), F64_8D_FAR, b.np), BufferError,
+         "too small"),
     Case("scatter-offset-2**62", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=2**62), BufferError, "offset"),
     # ------------------------------------------------------------------ copy_tensor
     Case("copy-sizes-differ", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3_T), DescriptorError,
@@ -419,6 +433,11 @@ CASES: list[Case] = [
          BufferError, "too small"),
     Case("copy-src-offset-str", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3, src_offset="0"),
          TypeError, "src_offset"),
+    Case("copy-dst-far-elements", lambda b: copy_tensor(b.by, BufferTensorDesc("float64", [2, 2]), b.ba, F64_FAR),
+         BufferError, "too small"),
+    Case("copy-src-8-dims-near-2**63",
+         lambda b: copy_tensor(b.by, F64_8D_2_63, b.ba, BufferTensorDesc("float64", F64_8D_2_63.sizes)),
+         BufferError, "too small"),
     Case("copy-extent-2**64", lambda b: copy_tensor(b.by, F32_HUGE, b.ba, F32_HUGE), BufferError, "too small"),
     # ------------------------------------------------------------------ view
     Case("view-int4", lambda b: view(b.by, I4_2), DescriptorError, "4 bits"),
@@ -430,6 +449,7 @@ CASES: list[Case] = [
     Case("view-offset-misaligned", lambda b: view(b.by, U8_2x3, offset=1), DescriptorError, "multiple of 16"),
     Case("view-noncontiguous-ndarray", lambda b: view(b.strided, U8_2x3), BufferError, "contiguous"),
     Case("view-extent-2**64", lambda b: view(b.by, F32_HUGE), BufferError, "too small"),
+    Case("view-8-dims-total-near-2**63", lambda b: view(b.by, F64_8D_2_63), BufferError, "too small"),
     # ------------------------------------------------------------------ threads
     Case("set_num_threads-0", lambda b: dmlstride.set_num_threads(0), ValueError, "at least 1"),
     Case("set_num_threads-float", lambda b: dmlstride.set_num_threads(2.0), TypeError, "n must be an integer"),
