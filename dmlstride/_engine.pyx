@@ -240,8 +240,13 @@ cdef inline void _fill(elem_t* tag, const char* s, char* d, int64_t n, int64_t d
     cdef elem_t v
     cdef int64_t j
     memcpy(&v, s, sizeof(elem_t))
-    for j in range(n):
-        memcpy(d + j * ds, &v, sizeof(elem_t))
+    if ds == <int64_t>sizeof(elem_t):
+        # Contiguous destination: a constant stride lets the compiler vectorize.
+        for j in range(n):
+            memcpy(d + j * <int64_t>sizeof(elem_t), &v, sizeof(elem_t))
+    else:
+        for j in range(n):
+            memcpy(d + j * ds, &v, sizeof(elem_t))
 
 
 cdef enum:

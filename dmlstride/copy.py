@@ -338,7 +338,11 @@ def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignmen
             f"buffer too small; expected at least {off + need} bytes (offset {off} + {need}), got {nbytes}"
         )
     dtype = numpy_dtype(desc.data_type)
-    raw = np.frombuffer(buffer, dtype=np.uint8, count=nbytes) if nbytes else np.empty(0, np.uint8)
+    if isinstance(buffer, np.ndarray):
+        # Any contiguous array (C or Fortran order): its raw bytes in memory order, no copy.
+        raw = buffer.ravel(order="K").view(np.uint8)
+    else:
+        raw = np.frombuffer(buffer, dtype=np.uint8, count=nbytes) if nbytes else np.empty(0, np.uint8)
     strides = tuple(s * dtype.itemsize for s in desc.effective_strides)
     out = np.ndarray(desc.sizes, dtype=dtype, buffer=raw, offset=off, strides=strides)
     if readonly or desc.has_overlap:
