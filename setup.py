@@ -1,13 +1,12 @@
 """Build script: cythonizes the private kernel modules.
 
-All Cython compiler directives live here, in one place.  OpenMP is used when
-the compiler supports it; without it the kernels run single-threaded.
+All Cython compiler directives live here, in one place.  The kernels split
+large copies over a small pthread pool; DMLSTRIDE_NO_THREADS=1 builds a
+single-threaded engine (as on platforms without pthreads).
 """
 
 import os
 import sys
-import tempfile
-import subprocess
 
 import numpy as np
 from Cython.Build import cythonize
@@ -23,37 +22,22 @@ COMPILER_DIRECTIVES = {
 }
 
 
-def _openmp_flags():
-    """Return (compile_args, link_args) for OpenMP, or empty lists if unavailable."""
-    if os.environ.get("DMLSTRIDE_NO_OPENMP") or sys.platform == "win32":
-        return [], []
-    cc = os.environ.get("CC", "cc")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "t.c")
-        with open(src, "w") as fh:
-            fh.write("#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n")
-        try:
-            subprocess.run(
-                [cc, "-fopenmp", src, "-o", os.path.join(tmp, "t")],
-                check=True,
-                capture_output=True,
-            )
-        except (OSError, subprocess.CalledProcessError):
-            return [], []
-    return ["-fopenmp"], ["-fopenmp"]
-
-
-omp_compile, omp_link = _openmp_flags()
-extra_compile = ["-O3", "-fno-strict-aliasing"] + omp_compile
+if sys.platform == "win32":
+    extra_compile, extra_link = ["/O2"], []
+else:
+    extra_compile, extra_link = ["-O3", "-fno-strict-aliasing", "-pthread"], ["-pthread"]
 extra_compile += os.environ.get("DMLSTRIDE_EXTRA_CFLAGS", "").split()
-extra_link = omp_link + os.environ.get("DMLSTRIDE_EXTRA_LDFLAGS", "").split()
+extra_link += os.environ.get("DMLSTRIDE_EXTRA_LDFLAGS", "").split()
+macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+if os.environ.get("DMLSTRIDE_NO_THREADS"):
+    macros.append(("DMLSTRIDE_NO_THREADS", "1"))
 
 extensions = [
     Extension(
         "dmlstride._engine",
         ["dmlstride/_engine.pyx"],
         include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=macros,
         extra_compile_args=extra_compile,
         extra_link_args=extra_link,
     ),

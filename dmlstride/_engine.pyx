@@ -20,7 +20,6 @@ dimension) that threads split into disjoint destination slabs.
 """
 
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -31,10 +30,115 @@ cnp.import_array()
 
 cdef extern from *:
     """
-    #if defined(_OPENMP)
-    #define DMLSTRIDE_HAVE_OPENMP 1
+    /* A small worker pool.  The caller and the workers claim chunks from
+       an atomic counter; the caller runs chunks too and then waits only for
+       chunks a worker has actually claimed, so a worker the OS has not
+       scheduled (a busy machine) never delays a copy: the caller simply does
+       its share.  One job at a time: a concurrent caller runs on its own
+       thread instead of oversubscribing the CPUs.  Without pthreads the
+       kernels run on the calling thread. */
+    #include <stdint.h>
+    typedef void (*dmls_chunk_fn)(void *ctx, int64_t chunk);
+    #if !defined(_WIN32) && !defined(DMLSTRIDE_NO_THREADS)
+    #include <pthread.h>
+    #include <unistd.h>
+    #define DMLSTRIDE_HAVE_THREADS 1
+    #define DMLS_MAX_WORKERS 1023
+    static struct {
+        pthread_mutex_t mu, busy;
+        pthread_cond_t wake, idle;
+        int started, want, joined, inside, open, atfork;
+        uint64_t gen;
+        dmls_chunk_fn fn;
+        void *ctx;
+        int64_t nchunks, next;
+    } dmls_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+                   PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+    static void dmls_claim(void) {
+        int64_t c;
+        while ((c = __atomic_fetch_add(&dmls_pool.next, 1, __ATOMIC_ACQ_REL)) < dmls_pool.nchunks)
+            dmls_pool.fn(dmls_pool.ctx, c);
+    }
+
+    static void *dmls_worker(void *arg) {
+        uint64_t seen = 0;
+        (void)arg;
+        pthread_mutex_lock(&dmls_pool.mu);
+        for (;;) {
+            while (!(dmls_pool.open && dmls_pool.gen != seen))
+                pthread_cond_wait(&dmls_pool.wake, &dmls_pool.mu);
+            seen = dmls_pool.gen;
+            if (dmls_pool.joined >= dmls_pool.want)
+                continue;            /* enough helpers for this job */
+            dmls_pool.joined++;
+            dmls_pool.inside++;
+            pthread_mutex_unlock(&dmls_pool.mu);
+            dmls_claim();
+            pthread_mutex_lock(&dmls_pool.mu);
+            if (--dmls_pool.inside == 0)
+                pthread_cond_signal(&dmls_pool.idle);
+        }
+        return NULL;
+    }
+
+    static void dmls_after_fork_child(void) {
+        /* The workers do not exist in a forked child: start afresh. */
+        pthread_mutex_init(&dmls_pool.mu, NULL);
+        pthread_mutex_init(&dmls_pool.busy, NULL);
+        pthread_cond_init(&dmls_pool.wake, NULL);
+        pthread_cond_init(&dmls_pool.idle, NULL);
+        dmls_pool.started = dmls_pool.joined = dmls_pool.inside = dmls_pool.open = 0;
+    }
+
+    static void dmls_parallel(dmls_chunk_fn fn, void *ctx, int64_t nchunks, int nthreads) {
+        int64_t c;
+        if (nthreads <= 1 || nchunks <= 1 || pthread_mutex_trylock(&dmls_pool.busy) != 0) {
+            for (c = 0; c < nchunks; c++) fn(ctx, c);
+            return;
+        }
+        pthread_mutex_lock(&dmls_pool.mu);
+        if (!dmls_pool.atfork) {
+            pthread_atfork(NULL, NULL, dmls_after_fork_child);
+            dmls_pool.atfork = 1;
+        }
+        while (dmls_pool.started < nthreads - 1 && dmls_pool.started < DMLS_MAX_WORKERS) {
+            pthread_t th;
+            pthread_attr_t attr;
+            int ok;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_attr_setstacksize(&attr, 1 << 20);
+            ok = pthread_create(&th, &attr, dmls_worker, NULL) == 0;
+            pthread_attr_destroy(&attr);
+            if (!ok) break;          /* fewer helpers; the caller still does all the work */
+            dmls_pool.started++;
+        }
+        dmls_pool.fn = fn;
+        dmls_pool.ctx = ctx;
+        dmls_pool.nchunks = nchunks;
+        dmls_pool.next = 0;
+        dmls_pool.want = nthreads - 1;
+        dmls_pool.joined = 0;
+        dmls_pool.gen++;
+        dmls_pool.open = 1;
+        pthread_cond_broadcast(&dmls_pool.wake);
+        pthread_mutex_unlock(&dmls_pool.mu);
+        dmls_claim();
+        pthread_mutex_lock(&dmls_pool.mu);
+        dmls_pool.open = 0;          /* late workers see the job closed */
+        while (dmls_pool.inside > 0)
+            pthread_cond_wait(&dmls_pool.idle, &dmls_pool.mu);
+        pthread_mutex_unlock(&dmls_pool.mu);
+        pthread_mutex_unlock(&dmls_pool.busy);
+    }
     #else
-    #define DMLSTRIDE_HAVE_OPENMP 0
+    #define DMLSTRIDE_HAVE_THREADS 0
+    static void dmls_parallel(dmls_chunk_fn fn, void *ctx, int64_t nchunks, int nthreads) {
+        int64_t c;
+        (void)nthreads;
+        for (c = 0; c < nchunks; c++) fn(ctx, c);
+    }
     #endif
 
     /* Register-transpose micro-kernels (SSE2, the x86-64 baseline: no
@@ -169,7 +273,9 @@ cdef extern from *:
     }
     #endif
     """
-    int DMLSTRIDE_HAVE_OPENMP
+    int DMLSTRIDE_HAVE_THREADS
+    ctypedef void (*dmls_chunk_fn)(void* ctx, int64_t chunk) noexcept nogil
+    void dmls_parallel(dmls_chunk_fn fn, void* ctx, int64_t nchunks, int nthreads) noexcept nogil
     int DMLSTRIDE_HAVE_SIMD
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
@@ -576,22 +682,49 @@ cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_
                 i -= 1
 
 
+ctypedef struct job_t:
+    const plan_t* p
+    const plan_t* sub
+    const char* s
+    char* d
+    int64_t chunk
+    int64_t total
+
+
+cdef void _task_chunk(void* ctx, int64_t c) noexcept nogil:
+    cdef job_t* j = <job_t*>ctx
+    cdef int64_t t0 = c * j.chunk
+    cdef int64_t t1 = t0 + j.chunk
+    if t1 > j.total:
+        t1 = j.total
+    if j.sub != NULL:
+        _run_staged(j.p, j.sub, j.s, j.d, t0, t1)
+    else:
+        _run_tasks(j.p, j.s, j.d, t0, t1)
+
+
+cdef void _split(const plan_t* p, const plan_t* sub, const char* s, char* d,
+                 int64_t total, int nthreads) noexcept nogil:
+    """Run ``total`` tasks (or staged blocks), split into chunks across the pool."""
+    cdef job_t job
+    cdef int64_t nchunks = nthreads * 8
+    if nchunks > total:
+        nchunks = total
+    job.p = p
+    job.sub = sub
+    job.s = s
+    job.d = d
+    job.total = total
+    job.chunk = (total + nchunks - 1) // nchunks
+    nchunks = (total + job.chunk - 1) // job.chunk
+    dmls_parallel(_task_chunk, &job, nchunks, nthreads)
+
+
 cdef void _execute(const plan_t* p, const char* s, char* d, int nthreads) noexcept nogil:
-    cdef int64_t nchunks, chunk, c, t0, t1
     if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or p.ntasks < 2 or p.mode == MODE_NIBBLE:
         _run_tasks(p, s, d, 0, p.ntasks)
-        return
-    nchunks = nthreads * 4
-    if nchunks > p.ntasks:
-        nchunks = p.ntasks
-    chunk = (p.ntasks + nchunks - 1) // nchunks
-    nchunks = (p.ntasks + chunk - 1) // chunk
-    for c in prange(nchunks, num_threads=nthreads, schedule="static"):
-        t0 = c * chunk
-        t1 = t0 + chunk
-        if t1 > p.ntasks:
-            t1 = p.ntasks
-        _run_tasks(p, s, d, t0, t1)
+    else:
+        _split(p, NULL, s, d, p.ntasks, nthreads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -667,21 +800,12 @@ cdef void _run_staged(const plan_t* p, const plan_t* sub, const char* s, char* d
 
 cdef void _execute_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
                           int nthreads) noexcept nogil:
-    cdef int64_t nblocks = p.outer_count, chunk, nchunks, c, b0, b1
-    if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or nblocks < 2 or p.dst_nibble:
-        _run_staged(p, sub, s, d, 0, nblocks)
-        return
-    nchunks = nthreads * 4
-    if nchunks > nblocks:
-        nchunks = nblocks
-    chunk = (nblocks + nchunks - 1) // nchunks
-    nchunks = (nblocks + chunk - 1) // chunk
-    for c in prange(nchunks, num_threads=nthreads, schedule="static"):
-        b0 = c * chunk
-        b1 = b0 + chunk
-        if b1 > nblocks:
-            b1 = nblocks
-        _run_staged(p, sub, s, d, b0, b1)
+    # Packing into nibbles (p.dst_nibble) stays on one thread: neighbouring
+    # blocks may share a byte.
+    if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or p.outer_count < 2 or p.dst_nibble:
+        _run_staged(p, sub, s, d, 0, p.outer_count)
+    else:
+        _split(p, sub, s, d, p.outer_count, nthreads)
 
 
 def _staged_split(dims, int side):
@@ -997,11 +1121,11 @@ def buffer_info(object obj, str name="buffer"):
 
 
 def set_num_threads(int n):
-    """Set the number of kernel threads (1 when built without OpenMP)."""
+    """Set the number of kernel threads (1 when built without threads)."""
     global g_num_threads
     if n < 1:
         raise ValueError(f"number of threads is {n}; expected at least 1")
-    g_num_threads = n if DMLSTRIDE_HAVE_OPENMP else 1
+    g_num_threads = n if DMLSTRIDE_HAVE_THREADS else 1
 
 
 def get_num_threads():
@@ -1009,9 +1133,9 @@ def get_num_threads():
     return g_num_threads
 
 
-def have_openmp():
-    """Whether the extension was built with OpenMP."""
-    return bool(DMLSTRIDE_HAVE_OPENMP)
+def have_threads():
+    """Whether the kernels can use worker threads (pthreads)."""
+    return bool(DMLSTRIDE_HAVE_THREADS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1068,9 +1192,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     off = offset
     if check_alignment and ((off & 15) or (g.align and off % g.align)):
         return None
-    if out is None:
-        arr = cnp.PyArray_EMPTY(g.ndim, g.dims, g.type_num, 0)
-    else:
+    if out is not None:
         if type(out) is not cnp.ndarray:
             return None
         arr = <cnp.ndarray>out
@@ -1083,8 +1205,11 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
                 return None
     _acquire(&sv, buffer, False, "buffer")
     try:
+        # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
         _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
-        if out is not None:
+        if out is None:
+            arr = cnp.PyArray_EMPTY(g.ndim, g.dims, g.type_num, 0)
+        else:
             # An out array sharing memory with the source range takes the checked path.
             s0 = <uintptr_t>sv.buf + <uintptr_t>off
             s1 = s0 + <uintptr_t>(<int64_t>g.plan.src_extent)

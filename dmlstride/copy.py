@@ -138,6 +138,7 @@ def gather(
     off = _check_offset(offset, desc, check_alignment, "offset")
     plan = _plan(desc, "gather")
     dtype = numpy_dtype(desc.data_type)
+    _check_fits(buffer, off, max(desc.total_tensor_size_in_bytes, plan.src_extent))
     if out is None:
         out = np.empty(desc.sizes, dtype=dtype)
     else:
@@ -155,6 +156,16 @@ def gather(
         ),
     )
     return out
+
+
+def _check_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> int:
+    """Refuse a buffer that cannot hold ``need`` bytes at ``offset``; return its length."""
+    nbytes, _ = _engine.buffer_info(buffer, name)
+    if offset + need > nbytes:
+        raise BufferError(
+            f"{name} too small; expected at least {offset + need} bytes (offset {offset} + {need}), got {nbytes}"
+        )
+    return nbytes
 
 
 def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
@@ -331,12 +342,8 @@ def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignmen
             "use gather() to unpack them"
         )
     off = _check_offset(offset, desc, check_alignment, "offset")
-    nbytes, readonly = _engine.buffer_info(buffer)
-    need = desc.total_tensor_size_in_bytes
-    if off + need > nbytes:
-        raise BufferError(
-            f"buffer too small; expected at least {off + need} bytes (offset {off} + {need}), got {nbytes}"
-        )
+    nbytes = _check_fits(buffer, off, desc.total_tensor_size_in_bytes)
+    readonly = _engine.buffer_info(buffer)[1]
     dtype = numpy_dtype(desc.data_type)
     if isinstance(buffer, np.ndarray):
         # Any contiguous array (C or Fortran order): its raw bytes in memory order, no copy.
@@ -353,7 +360,7 @@ def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignmen
 def set_num_threads(n: int) -> None:
     """Set the number of threads the kernels may use (at least 1).
 
-    Builds without OpenMP always use 1.  The default comes from the
+    Builds without threads always use 1.  The default comes from the
     ``DMLSTRIDE_NUM_THREADS`` environment variable, else the CPUs available.
     """
     n = as_int(n, "n")

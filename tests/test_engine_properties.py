@@ -443,7 +443,7 @@ def test_transpositions_with_page_multiple_row_strides(width):
 def threads(request):
     before = get_num_threads()
     set_num_threads(request.param)
-    if _engine.have_openmp():
+    if _engine.have_threads():
         assert get_num_threads() == request.param
     yield request.param
     set_num_threads(before)
@@ -545,7 +545,7 @@ def test_set_num_threads_round_trip():
     before = get_num_threads()
     try:
         set_num_threads(2)
-        assert get_num_threads() == (2 if _engine.have_openmp() else 1)
+        assert get_num_threads() == (2 if _engine.have_threads() else 1)
         set_num_threads(1)
         assert get_num_threads() == 1
         with pytest.raises(ValueError):

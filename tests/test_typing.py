@@ -219,7 +219,7 @@ def test_the_engine_stub_is_what_mypy_sees(run_mypy):
         """
         from dmlstride import _engine
         reveal_type(_engine.get_num_threads())
-        reveal_type(_engine.have_openmp())
+        reveal_type(_engine.have_threads())
         reveal_type(_engine.Plan([2, 3], [3, 1], [1, 2], 32).describe())
         """
     )
