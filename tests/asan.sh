@@ -5,6 +5,7 @@
 #   tests/asan.sh                    # whole suite, then 30 s of fuzzing
 #   tests/asan.sh -m "not bigmem"    # extra arguments go to pytest
 #   ASAN_FUZZ_SECONDS=600 tests/asan.sh
+#   ASAN_FROM=HEAD tests/asan.sh     # the last commit instead of the working tree
 #
 # Needs gcc (or a CC that understands -fsanitize=address) and its libasan.
 # The working tree's own in-place build is left alone.  Python allocates
@@ -26,11 +27,16 @@ if [ ! -e "$libasan" ]; then
     exit 2
 fi
 
-echo "== copy the working tree to $work/src"
 mkdir -p "$work/src"
-(cd "$repo" && git ls-files --cached --others --exclude-standard -z \
-    | grep -zv -e '\.so$' -e '^dmlstride/_engine\.c$' -e '^build/' \
-    | xargs -0 cp --parents -t "$work/src" 2>/dev/null) || true
+if [ "${ASAN_FROM:-}" = HEAD ]; then
+    echo "== export the last commit to $work/src"
+    (cd "$repo" && git archive HEAD) | tar -x -C "$work/src" || exit 2
+else
+    echo "== copy the working tree to $work/src"
+    (cd "$repo" && git ls-files --cached --others --exclude-standard -z \
+        | grep -zv -e '\.so$' -e '^dmlstride/_engine\.c$' -e '^build/' \
+        | xargs -0 cp --parents -t "$work/src" 2>/dev/null) || true
+fi
 cd "$work/src" || exit 2
 rm -rf build dmlstride/_engine*.so dmlstride/_engine.c
 
@@ -49,8 +55,20 @@ if ! nm -D "$so" | grep __asan_ > /dev/null; then
 fi
 
 export LD_PRELOAD="$libasan"
-export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:log_path=$work/asan"
 export PYTHONMALLOC=malloc
+
+# Canary: the set-up must catch a read past the end of a bytearray.
+if ASAN_OPTIONS="detect_leaks=0:log_path=$work/canary" "$python" -c "
+import ctypes
+b = bytearray(16)
+ctypes.string_at((ctypes.c_char * 16).from_buffer(b), 64)
+" > /dev/null 2>&1 || ! grep -q heap-buffer-overflow "$work"/canary.* 2>/dev/null; then
+    echo "asan: the canary overflow went undetected; ASan is not active" >&2
+    exit 2
+fi
+echo "== canary: ASan caught a deliberate heap-buffer-overflow"
+
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:log_path=$work/asan"
 fuzz_seconds=${ASAN_FUZZ_SECONDS:-30}
 
 where=$("$python" -c "import dmlstride._engine as e; print(e.__file__)")
