@@ -263,8 +263,57 @@ cdef extern from *:
         *kdone = kf;
         *jdone = jf;
     }
+
+    /* 3-channel byte de-interleave (RGB -> planes) with SSSE3 pshufb, chosen
+       at run time: the wheel's baseline stays SSE2.  Returns the number of
+       pixels done (a multiple of 16); the caller finishes the rest. */
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    #include <tmmintrin.h>
+    __attribute__((target("ssse3")))
+    static int64_t dmls_deint3_u8_ssse3(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        const __m128i a0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i b0 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
+        const __m128i c0 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
+        const __m128i a1 = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i b1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
+        const __m128i c1 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
+        const __m128i a2 = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i b2 = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
+        const __m128i c2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
+        int64_t i;
+        for (i = 0; i + 16 <= n; i += 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + 3 * i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + 3 * i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + 3 * i + 32));
+            _mm_storeu_si128((__m128i *)(d0 + i), _mm_or_si128(_mm_or_si128(
+                _mm_shuffle_epi8(a, a0), _mm_shuffle_epi8(b, b0)), _mm_shuffle_epi8(c, c0)));
+            _mm_storeu_si128((__m128i *)(d1 + i), _mm_or_si128(_mm_or_si128(
+                _mm_shuffle_epi8(a, a1), _mm_shuffle_epi8(b, b1)), _mm_shuffle_epi8(c, c1)));
+            _mm_storeu_si128((__m128i *)(d2 + i), _mm_or_si128(_mm_or_si128(
+                _mm_shuffle_epi8(a, a2), _mm_shuffle_epi8(b, b2)), _mm_shuffle_epi8(c, c2)));
+        }
+        return i;
+    }
+    static int dmls_cpu_ssse3 = -1;
+    static int64_t dmls_deint3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        if (dmls_cpu_ssse3 < 0) {
+            __builtin_cpu_init();
+            dmls_cpu_ssse3 = __builtin_cpu_supports("ssse3") ? 1 : 0;
+        }
+        return dmls_cpu_ssse3 ? dmls_deint3_u8_ssse3(s, d0, d1, d2, n) : 0;
+    }
+    #else
+    static int64_t dmls_deint3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        (void)s; (void)d0; (void)d1; (void)d2; (void)n;
+        return 0;
+    }
+    #endif
     #else
     #define DMLSTRIDE_HAVE_SIMD 0
+    static int64_t dmls_deint3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        (void)s; (void)d0; (void)d1; (void)d2; (void)n;
+        return 0;
+    }
     static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                                     int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone) {
         (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
@@ -279,6 +328,7 @@ cdef extern from *:
     int DMLSTRIDE_HAVE_SIMD
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
+    int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -429,7 +479,14 @@ cdef inline void _deinterleave(elem_t* tag, const char* s, char* d, int64_t kn, 
     cdef char* d1 = d + kds
     cdef char* d2 = d + 2 * kds
     cdef char* d3 = d + 3 * kds
-    cdef const elem_t* sp = <const elem_t*>s
+    cdef int64_t done
+    if kn == 3 and sizeof(elem_t) == 1:
+        done = dmls_deint3_u8(s, d0, d1, d2, n)
+        s = s + 3 * done
+        d0 = d0 + done
+        d1 = d1 + done
+        d2 = d2 + done
+        n = n - done
     if kn == 2:
         for b in range(n):
             memcpy(&v0, s + (2 * b) * <int64_t>sizeof(elem_t), sizeof(elem_t))
