@@ -308,8 +308,31 @@ cdef extern from *:
         return 0;
     }
     #endif
+
+    /* Copy with non-temporal stores (no read-for-ownership of the
+       destination): for long runs in copies much larger than the caches. */
+    static void dmls_stream_copy(char *d, const char *s, int64_t n) {
+        int64_t head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15), i;
+        if (head > n) head = n;
+        memcpy(d, s, (size_t)head);
+        d += head; s += head; n -= head;
+        for (i = 0; i + 64 <= n; i += 64) {
+            __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
+            __m128i x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(d + i), x0);
+            _mm_stream_si128((__m128i *)(d + i + 16), x1);
+            _mm_stream_si128((__m128i *)(d + i + 32), x2);
+            _mm_stream_si128((__m128i *)(d + i + 48), x3);
+        }
+        memcpy(d + i, s + i, (size_t)(n - i));
+    }
+    static void dmls_store_fence(void) { _mm_sfence(); }
     #else
     #define DMLSTRIDE_HAVE_SIMD 0
+    static void dmls_stream_copy(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
+    static void dmls_store_fence(void) {}
     static int64_t dmls_deint3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
         (void)s; (void)d0; (void)d1; (void)d2; (void)n;
         return 0;
@@ -329,6 +352,8 @@ cdef extern from *:
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
     int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
+    void dmls_stream_copy(char* d, const char* s, int64_t n) noexcept nogil
+    void dmls_store_fence() noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -345,6 +370,10 @@ cdef enum Mode:
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
 # Work below this many destination bytes runs on the calling thread only.
 cdef int64_t PARALLEL_THRESHOLD = 1 << 18
+# Streaming (non-temporal) stores for contiguous runs of at least STREAM_MIN_RUN
+# bytes in copies of at least STREAM_MIN_TOTAL bytes (well past the L2/L3 sizes).
+cdef int64_t STREAM_MIN_RUN = 1 << 12
+cdef int64_t STREAM_MIN_TOTAL = 1 << 25
 # Target number of elements per segment of the innermost dimension.
 cdef int64_t SEGMENT_ELEMS = 1 << 16
 
@@ -371,6 +400,7 @@ ctypedef struct plan_t:
     int64_t nseg
     int64_t ntasks
     int64_t dst_bytes    # bytes written (for the threading threshold)
+    int stream           # long contiguous runs in a copy far larger than the caches
 
 
 # ---------------------------------------------------------------------------------------
@@ -675,7 +705,10 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
     s = s + so + j0 * p.inner_ss
     d = d + do_ + j0 * p.inner_ds
     if p.mode == MODE_MEMCPY:
-        memcpy(d, s, <size_t>(n * w))
+        if p.stream and n * w >= STREAM_MIN_RUN:
+            dmls_stream_copy(d, s, n * w)
+        else:
+            memcpy(d, s, <size_t>(n * w))
     elif p.mode == MODE_FILL:
         if w == 1 and p.inner_ds == 1:
             memset(d, (<const uint8_t*>s)[0], <size_t>n)
@@ -737,6 +770,8 @@ cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_
                 do_ -= p.on[i] * p.ods[i]
                 idx[i] = 0
                 i -= 1
+    if p.stream:
+        dmls_store_fence()
 
 
 ctypedef struct job_t:
@@ -1034,6 +1069,7 @@ cdef class Plan:
         for n in sizes:
             count *= n
         p.dst_bytes = count * width
+        p.stream = p.mode == MODE_MEMCPY and p.dst_bytes >= STREAM_MIN_TOTAL
 
     cdef _init_staged(self, split, sizes):
         outer, block, elems = split
@@ -1065,6 +1101,7 @@ cdef class Plan:
         for n in sizes:
             total *= n
         p.dst_bytes = total
+        p.stream = 0
 
     def describe(self):
         """A dict describing the plan (for tests and the benchmark)."""
@@ -1079,6 +1116,7 @@ cdef class Plan:
                     if self.p.mode in (MODE_TILE, MODE_INTERLEAVE) else None,
             "tasks": self.p.ntasks,
             "segment": self.p.seg_len,
+            "stream": bool(self.p.stream),
         }
 
 
