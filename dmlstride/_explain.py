@@ -48,6 +48,9 @@ _MAX_REPEAT_LINES = 8  # repeats: lines before the rest are counted
 _MASK_LIMIT = 1 << 21  # largest extent whose used offsets a summary counts with a bitmap
 
 
+#: Largest ``max_elements`` explain() accepts: a drawing is for reading, not for dumping memory.
+MAX_DRAWN_ELEMENTS = 4096
+
 def element_name(number: int) -> str:
     """The name of the ``number``-th distinct element offset (0-based).
 
@@ -135,7 +138,7 @@ def explain(desc: BufferTensorDesc, max_elements: int = 64) -> str:
     TypeError
         ``max_elements`` is not an integer.
     ValueError
-        ``max_elements`` is less than 1.
+        ``max_elements`` is less than 1 or more than ``MAX_DRAWN_ELEMENTS``.
 
     Examples
     --------
@@ -148,8 +151,11 @@ def explain(desc: BufferTensorDesc, max_elements: int = 64) -> str:
     if isinstance(max_elements, bool) or not isinstance(max_elements, (int, np.integer)):
         raise TypeError(f"max_elements must be an integer, not {type(max_elements).__name__}")
     max_elements = operator.index(max_elements)
-    if max_elements < 1:
-        raise ValueError(f"max_elements is {max_elements}; expected at least 1")
+    if not 1 <= max_elements <= MAX_DRAWN_ELEMENTS:
+        raise ValueError(
+            f"max_elements is {max_elements}; expected 1 to {MAX_DRAWN_ELEMENTS} "
+            "(larger tensors are summarised, never drawn whole)"
+        )
     extent = offset_extent(desc)
     count = desc.element_count
     if count <= max_elements and extent <= 4 * max_elements:

@@ -456,6 +456,8 @@ CASES: list[Case] = [
     Case("set_num_threads-2**40", lambda b: dmlstride.set_num_threads(2**40), ValueError, "threads"),
     # ------------------------------------------------------------------ command line
     Case("cli-no-arguments", cli(), CLI, "required"),
+    Case("cli-max-elements-huge", cli("describe", "--dtype", "uint8", "--sizes", "20000,1000",
+                                      "--max-elements", "1000000000"), CLI, "max_elements"),
     Case("cli-unknown-command", cli("frobnicate"), CLI, "invalid choice"),
     Case("cli-missing-dtype", cli("size", "--sizes", "2,3"), CLI, "--dtype"),
     Case("cli-sizes-not-integers", cli("size", "--dtype", "uint8", "--sizes", "2,x"), CLI,

@@ -230,8 +230,8 @@ def test_two_concurrent_gathers_take_less_than_twice_one(one_kernel_thread):
     can make two of them finish in less than twice the time of one.  The best
     of a few attempts counts.  On a shared machine the second core may be
     busy: a GIL-free reference workload (SHA-256 of a large buffer) is timed
-    between attempts, and the test is skipped, not failed, only when the
-    reference could not use two cores either.
+    between attempts; when even the reference could not use two cores, the
+    gathers must scale at least about as well as it did.
     """
     src, desc = _long_transpose(64)
     outs = [np.empty(desc.sizes, np.uint8) for _ in range(2)]
@@ -255,10 +255,14 @@ def test_two_concurrent_gathers_take_less_than_twice_one(one_kernel_thread):
     assert np.array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(outs[0][:2, :3], src.reshape(desc.sizes[::-1])[:3, :2].T)
     if best >= LIMIT and min(reference_ratios) >= BUSY:
-        pytest.skip(
-            f"no free second core: two concurrent SHA-256 runs took {min(reference_ratios):.2f}x one "
-            f"(gathers {best:.2f}x)"
+        # No free second core right now (another process holds it): the gathers
+        # must still scale like a GIL-free reference workload measured at the
+        # same moment, which a GIL-holding gather could not do.
+        assert best <= min(reference_ratios) * 1.15, (
+            f"two concurrent gathers take {best:.2f}x one, a GIL-free reference "
+            f"{min(reference_ratios):.2f}x: the gathers do not run concurrently"
         )
+        return
     assert best < LIMIT, (
         f"two concurrent gathers take {best:.2f}x the time of one (attempts {gather_ratios}); "
         f"the reference workload reached {min(reference_ratios):.2f}x"

@@ -433,3 +433,11 @@ def test_max_elements_must_be_an_integer(bad):
 def test_max_elements_must_be_positive(bad):
     with pytest.raises(ValueError, match="max_elements"):
         BufferTensorDesc("uint8", [2]).explain(bad)
+
+
+def test_max_elements_is_bounded():
+    # A drawing is for reading: asking to draw millions of elements is refused, not attempted.
+    desc = BufferTensorDesc("uint8", [20000, 1000])
+    with pytest.raises(ValueError, match="max_elements"):
+        desc.explain(10**9)
+    assert "summar" in desc.explain(4096).lower()
