@@ -1153,8 +1153,17 @@ cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object exten
     return 0
 
 
-cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads) noexcept:
+cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads,
+                           bint fresh=False) noexcept:
+    # fresh: the destination was just allocated.  Its pages fault in on first
+    # write and the kernel zeroes them through the cache, so non-temporal
+    # stores would only bypass lines that are already there: use plain stores.
     cdef const plan_t* p = &plan.p
+    cdef plan_t local
+    if fresh and p.stream:
+        local = plan.p
+        local.stream = 0
+        p = &local
     if plan.staged:
         if p.dst_bytes < NOGIL_THRESHOLD:
             _execute_staged(p, &plan.sub, s, d, 1)
@@ -1169,7 +1178,8 @@ cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads) noex
 
 
 def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_need,
-            object dst, Py_ssize_t dst_offset, object dst_need, bint refuse_alias=False):
+            object dst, Py_ssize_t dst_offset, object dst_need, bint refuse_alias=False,
+            bint fresh_dst=False):
     """Run ``plan`` from ``src`` to ``dst``; return False (doing nothing) on aliasing.
 
     Both buffers are acquired for the whole call; each range
@@ -1197,7 +1207,7 @@ def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_ne
                 d1 = d0 + <uintptr_t>(<int64_t>plan.dst_extent)
                 if s0 < d1 and d0 < s1:
                     return False
-            _run_plan(plan, s, d, nthreads)
+            _run_plan(plan, s, d, nthreads, fresh_dst)
         finally:
             PyBuffer_Release(&dv)
     finally:
@@ -1274,6 +1284,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     cdef cnp.ndarray arr
     cdef int i
     cdef uintptr_t s0, s1, d0, d1
+    cdef bint fresh
     if type(desc) is not desc_type or type(offset) is not int:
         return None
     if check_alignment is not True and check_alignment is not False:
@@ -1302,7 +1313,8 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     try:
         # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
         _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
-        if out is None:
+        fresh = out is None
+        if fresh:
             arr = cnp.PyArray_EMPTY(g.ndim, g.dims, g.type_num, 0)
         else:
             # An out array sharing memory with the source range takes the checked path.
@@ -1312,7 +1324,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
             d1 = d0 + <uintptr_t>cnp.PyArray_NBYTES(arr)
             if s0 < d1 and d0 < s1:
                 return None
-        _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads)
+        _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads, fresh)
     finally:
         PyBuffer_Release(&sv)
     return arr

@@ -139,11 +139,12 @@ def gather(
     plan = _plan(desc, "gather")
     dtype = numpy_dtype(desc.data_type)
     _check_fits(buffer, off, max(desc.total_tensor_size_in_bytes, plan.src_extent))
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = np.empty(desc.sizes, dtype=dtype)
     else:
         _check_out(out, desc, dtype)
-    if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True):
+    if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True, fresh):
         # out shares memory with the tensor's buffer range: go through a temporary.
         tmp = np.empty(desc.sizes, dtype=dtype)
         _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0)
