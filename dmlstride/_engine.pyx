@@ -692,16 +692,6 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
     if p.mode == MODE_TILE:
         _transpose(p, s + so, d + do_, j0, j1)
         return
-    if False:
-        if w == 4:
-            _tile[uint32_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
-        elif w == 2:
-            _tile[uint16_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
-        elif w == 1:
-            _tile[uint8_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
-        else:
-            _tile[uint64_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
-        return
     s = s + so + j0 * p.inner_ss
     d = d + do_ + j0 * p.inner_ds
     if p.mode == MODE_MEMCPY:

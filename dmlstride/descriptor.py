@@ -423,8 +423,6 @@ class BufferTensorDesc:
         dt = _to_data_type(data_type)
         bits = _element_bits(dt)
         sizes_t = as_sizes(sizes)
-        if isinstance(layout, str) and len(layout) != len(sizes_t) and len(sizes_t) > 5:
-            raise DescriptorError(f"layout {layout!r} does not name a rank-{len(sizes_t)} layout")
         order = layout_order(layout, len(sizes_t))
         bc = _as_broadcast(broadcast, len(sizes_t))
         pitch = None
