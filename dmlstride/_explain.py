@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import operator
 import string
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -300,19 +301,26 @@ def _repeat_lines(desc: BufferTensorDesc, readers: dict[int, list[int]], names: 
 # -- the full picture ------------------------------------------------------------------------
 
 
+def _letter_offsets(
+    flats_offsets: Iterable[tuple[int, int]],
+) -> tuple[dict[int, list[int]], dict[int, str], int]:
+    """Letter each distinct offset in order of first appearance.
+
+    Returns the logical (flat) indices reading each offset, each offset's
+    name, and the widest name's length.
+    """
+    readers: dict[int, list[int]] = {}
+    for flat, off in flats_offsets:
+        readers.setdefault(off, []).append(flat)
+    names = {off: element_name(k) for k, off in enumerate(readers)}
+    return readers, names, max(len(n) for n in names.values())
+
+
 def _draw(desc: BufferTensorDesc, extent: int) -> list[str]:
     offsets = desc.offsets().tolist()
-    number: dict[int, int] = {}
-    readers: dict[int, list[int]] = {}
-    for flat, off in enumerate(offsets):
-        if off not in number:
-            number[off] = len(number)
-            readers[off] = []
-        readers[off].append(flat)
-    names = {off: element_name(k) for off, k in number.items()}
-    width = max(len(n) for n in names.values())
+    readers, names, width = _letter_offsets(enumerate(offsets))
     memory = [names.get(off, PADDING) for off in range(extent)]
-    lines = [_header(desc), _summary_line(desc, extent, len(number)), ""]
+    lines = [_header(desc), _summary_line(desc, extent, len(names)), ""]
     lines.append("logical view:")
     lines.extend(_logical_rows([names[off] for off in offsets], desc.sizes, width))
     lines.append("")
@@ -394,15 +402,7 @@ def _summarise(desc: BufferTensorDesc, extent: int, max_elements: int) -> list[s
     for flat in range(listed):
         index = _unravel(flat, desc.sizes)
         flats_offsets.append((flat, sum(i * s for i, s in zip(index, strides))))
-    number: dict[int, int] = {}
-    readers: dict[int, list[int]] = {}
-    for flat, off in flats_offsets:
-        if off not in number:
-            number[off] = len(number)
-            readers[off] = []
-        readers[off].append(flat)
-    names = {off: element_name(k) for off, k in number.items()}
-    width = max(len(n) for n in names.values())
+    readers, names, width = _letter_offsets(flats_offsets)
 
     if listed == count:
         lines.append("logical view:")

@@ -159,14 +159,14 @@ def gather(
     return out
 
 
-def _check_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> int:
-    """Refuse a buffer that cannot hold ``need`` bytes at ``offset``; return its length."""
-    nbytes, _ = _engine.buffer_info(buffer, name)
+def _check_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> tuple[int, bool]:
+    """Refuse a buffer that cannot hold ``need`` bytes at ``offset``; return (length, read-only)."""
+    nbytes, readonly = _engine.buffer_info(buffer, name)
     if offset + need > nbytes:
         raise BufferError(
             f"{name} too small; expected at least {offset + need} bytes (offset {offset} + {need}), got {nbytes}"
         )
-    return nbytes
+    return nbytes, readonly
 
 
 def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
@@ -343,8 +343,7 @@ def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignmen
             "use gather() to unpack them"
         )
     off = _check_offset(offset, desc, check_alignment, "offset")
-    nbytes = _check_fits(buffer, off, desc.total_tensor_size_in_bytes)
-    readonly = _engine.buffer_info(buffer)[1]
+    nbytes, readonly = _check_fits(buffer, off, desc.total_tensor_size_in_bytes)
     dtype = numpy_dtype(desc.data_type)
     if isinstance(buffer, np.ndarray):
         # Any contiguous array (C or Fortran order): its raw bytes in memory order, no copy.
