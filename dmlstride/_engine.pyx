@@ -264,6 +264,35 @@ cdef extern from *:
         *jdone = jf;
     }
 
+    /* Nibble (un)packing, 16 bytes at a time: byte b holds element 2i in its
+       low nibble and element 2i + 1 in its high nibble.  Each returns the
+       number of bytes done (a multiple of 16); the caller finishes the rest. */
+    static int64_t dmls_unpack_nibbles(const unsigned char *q, unsigned char *out, int64_t nbytes) {
+        const __m128i m = _mm_set1_epi8(0x0F);
+        int64_t k;
+        for (k = 0; k + 16 <= nbytes; k += 16) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(q + k));
+            __m128i lo = _mm_and_si128(b, m);
+            __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+            _mm_storeu_si128((__m128i *)(out + 2 * k), _mm_unpacklo_epi8(lo, hi));
+            _mm_storeu_si128((__m128i *)(out + 2 * k + 16), _mm_unpackhi_epi8(lo, hi));
+        }
+        return k;
+    }
+    static int64_t dmls_pack_nibbles(const unsigned char *src, unsigned char *q, int64_t nbytes) {
+        const __m128i lo = _mm_set1_epi16(0x000F);
+        const __m128i hi = _mm_set1_epi16(0x00F0);
+        int64_t k;
+        for (k = 0; k + 16 <= nbytes; k += 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(src + 2 * k));
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + 2 * k + 16));
+            a = _mm_or_si128(_mm_and_si128(a, lo), _mm_and_si128(_mm_srli_epi16(a, 4), hi));
+            b = _mm_or_si128(_mm_and_si128(b, lo), _mm_and_si128(_mm_srli_epi16(b, 4), hi));
+            _mm_storeu_si128((__m128i *)(q + k), _mm_packus_epi16(a, b));
+        }
+        return k;
+    }
+
     /* 3-channel byte de-interleave (RGB -> planes) with SSSE3 pshufb, chosen
        at run time: the wheel's baseline stays SSE2.  Returns the number of
        pixels done (a multiple of 16); the caller finishes the rest. */
@@ -331,6 +360,14 @@ cdef extern from *:
     static void dmls_store_fence(void) { _mm_sfence(); }
     #else
     #define DMLSTRIDE_HAVE_SIMD 0
+    static int64_t dmls_unpack_nibbles(const unsigned char *q, unsigned char *out, int64_t nbytes) {
+        (void)q; (void)out; (void)nbytes;
+        return 0;
+    }
+    static int64_t dmls_pack_nibbles(const unsigned char *src, unsigned char *q, int64_t nbytes) {
+        (void)src; (void)q; (void)nbytes;
+        return 0;
+    }
     static void dmls_stream_copy(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
     static void dmls_store_fence(void) {}
     static int64_t dmls_deint3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
@@ -353,6 +390,8 @@ cdef extern from *:
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
     int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
     void dmls_stream_copy(char* d, const char* s, int64_t n) noexcept nogil
+    int64_t dmls_unpack_nibbles(const uint8_t* q, uint8_t* out, int64_t nbytes) noexcept nogil
+    int64_t dmls_pack_nibbles(const uint8_t* src, uint8_t* q, int64_t nbytes) noexcept nogil
     void dmls_store_fence() noexcept nogil
 
 cdef enum:
@@ -767,6 +806,8 @@ cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_
 ctypedef struct job_t:
     const plan_t* p
     const plan_t* sub
+    const plan_t* sruns      # nibbles on both sides (else NULL)
+    const plan_t* druns
     const char* s
     char* d
     int64_t chunk
@@ -779,16 +820,21 @@ cdef void _task_chunk(void* ctx, int64_t c) noexcept nogil:
     cdef int64_t t1 = t0 + j.chunk
     if t1 > j.total:
         t1 = j.total
-    if j.sub != NULL:
+    if j.druns != NULL:
+        _run_staged_both(j.p, j.sub, j.sruns, j.druns, j.s, j.d, t0, t1)
+    elif j.sub != NULL:
         _run_staged(j.p, j.sub, j.s, j.d, t0, t1)
     else:
         _run_tasks(j.p, j.s, j.d, t0, t1)
 
 
 cdef void _split(const plan_t* p, const plan_t* sub, const char* s, char* d,
-                 int64_t total, int nthreads) noexcept nogil:
+                 int64_t total, int nthreads,
+                 const plan_t* sruns=NULL, const plan_t* druns=NULL) noexcept nogil:
     """Run ``total`` tasks (or staged blocks), split into chunks across the pool."""
     cdef job_t job
+    job.sruns = sruns
+    job.druns = druns
     cdef int64_t nchunks = nthreads * 8
     if nchunks > total:
         nchunks = total
@@ -828,7 +874,7 @@ cdef inline void _unpack(const uint8_t* s, int64_t nib0, int64_t n, uint8_t* out
         i = 1
     q = s + ((nib0 + i) >> 1)
     pairs = (n - i) >> 1
-    for k in range(pairs):
+    for k in range(dmls_unpack_nibbles(q, out + i, pairs), pairs):
         b = q[k]
         out[i + 2 * k] = b & 0x0F
         out[i + 2 * k + 1] = b >> 4
@@ -849,7 +895,7 @@ cdef inline void _pack(const uint8_t* src, int64_t n, uint8_t* d, int64_t nib0) 
         i = 1
     q = d + ((nib0 + i) >> 1)
     pairs = (n - i) >> 1
-    for k in range(pairs):
+    for k in range(dmls_pack_nibbles(src + i, q, pairs), pairs):
         q[k] = <uint8_t>((src[i + 2 * k] & 0x0F) | ((src[i + 2 * k + 1] & 0x0F) << 4))
     if i + 2 * pairs < n:
         q[pairs] = <uint8_t>((q[pairs] & 0xF0) | (src[n - 1] & 0x0F))
@@ -888,6 +934,110 @@ cdef void _execute_staged(const plan_t* p, const plan_t* sub, const char* s, cha
         _run_staged(p, sub, s, d, 0, p.outer_count)
     else:
         _split(p, sub, s, d, p.outer_count, nthreads)
+
+
+cdef void _runs(const plan_t* r, uint8_t* stage, uint8_t* buf, int64_t nib0, bint unpack) noexcept nogil:
+    """Move one staged block between the byte stage and 4-bit ``buf``, run by run.
+
+    ``r`` describes the block as seen from one side: ``r.inner_n`` nibbles
+    contiguous in ``buf`` per run, and the runs' outer dims ``r.on`` with
+    their stage strides ``r.oss`` (bytes) and ``buf`` strides ``r.ods``
+    (nibbles), relative to ``nib0``.
+    """
+    cdef int64_t idx[MAXD]
+    cdef int64_t so = 0, o = 0, t
+    cdef int i
+    for i in range(r.nouter):
+        idx[i] = 0
+    for t in range(r.outer_count):
+        if unpack:
+            _unpack(buf, nib0 + o, r.inner_n, stage + so, 0)
+        else:
+            _pack(stage + so, r.inner_n, buf, nib0 + o)
+        i = r.nouter - 1
+        while i >= 0:
+            idx[i] += 1
+            so += r.oss[i]
+            o += r.ods[i]
+            if idx[i] < r.on[i]:
+                break
+            so -= r.on[i] * r.oss[i]
+            o -= r.on[i] * r.ods[i]
+            idx[i] = 0
+            i -= 1
+
+
+cdef void _run_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
+                           const plan_t* druns, const char* s, char* d,
+                           int64_t b0, int64_t b1) noexcept nogil:
+    """Blocks b0..b1 of a 4-bit copy with nibbles on both sides: unpack each
+    block's source runs into bytes, let the byte plan ``sub`` reorder them into
+    destination order, pack the destination runs."""
+    cdef uint8_t stage[STAGE_ELEMS]
+    cdef uint8_t stage2[STAGE_ELEMS]
+    cdef int64_t blk, rem, so, do_, ix
+    cdef int i
+    for blk in range(b0, b1):
+        rem = blk
+        so = 0
+        do_ = 0
+        i = p.nouter - 1
+        while i >= 0:
+            ix = rem % p.on[i]
+            rem = rem // p.on[i]
+            so += ix * p.oss[i]
+            do_ += ix * p.ods[i]
+            i -= 1
+        _runs(sruns, stage, <uint8_t*>s, so, True)
+        _run_tasks(sub, <const char*>stage, <char*>stage2, 0, sub.ntasks)
+        _runs(druns, stage2, <uint8_t*>d, do_, False)
+
+
+cdef int _set_runs(plan_t* r, int64_t run, outer) except -1:
+    r.inner_n = run
+    r.nouter = len(outer)
+    r.outer_count = 1
+    for i, (n, a, b) in enumerate(outer):
+        r.on[i] = n
+        r.oss[i] = a
+        r.ods[i] = b
+        r.outer_count *= n
+    return 0
+
+
+cdef void _execute_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
+                               const plan_t* druns, const char* s, char* d, int nthreads,
+                               bint whole_bytes) noexcept nogil:
+    # Blocks run in parallel only when every block writes whole destination
+    # bytes (no two blocks share one).
+    if nthreads <= 1 or not whole_bytes or p.dst_bytes < PARALLEL_THRESHOLD or p.outer_count < 2:
+        _run_staged_both(p, sub, sruns, druns, s, d, 0, p.outer_count)
+    else:
+        _split(p, sub, s, d, p.outer_count, nthreads, sruns, druns)
+
+
+def _run_dims(block, int side):
+    """Runs of a staged block as seen from one side (1: source, 2: destination).
+
+    ``block`` is a list of (n, source stride, destination stride) in elements.
+    The block is laid out in the stage packed in that side's order (its dims
+    sorted by that side's stride).  Returns (stage strides of each block dim,
+    run length, outer run dims as (n, stage stride, side stride)).
+    """
+    order = sorted(range(len(block)), key=lambda i: block[i][side], reverse=True)
+    stage = [0] * len(block)
+    running = 1
+    for i in reversed(order):
+        stage[i] = running
+        running *= block[i][0]
+    # Merge the fastest dims while they are contiguous on this side too.
+    run = 1
+    k = len(order) - 1
+    while k >= 0 and block[order[k]][side] == run:
+        run *= block[order[k]][0]
+        k -= 1
+    outer = [(block[i][0], stage[i], block[i][side]) for i in order[:k + 1]]
+    return stage, run, outer
 
 
 def _staged_split(dims, int side):
@@ -948,7 +1098,11 @@ cdef class Plan:
 
     cdef plan_t p
     cdef plan_t sub          # staged 4-bit copies: the byte plan run per block
+    cdef plan_t sruns        # nibbles on both sides: the block's runs in the source
+    cdef plan_t druns        # ... and in the destination
     cdef bint staged
+    cdef bint both           # staged with nibbles on both sides
+    cdef bint whole_bytes    # ... and every block writes whole destination bytes
     cdef readonly object src_extent
     cdef readonly object dst_extent
 
@@ -1004,14 +1158,24 @@ cdef class Plan:
         p.k_ss = 0
         p.k_ds = 0
         self.staged = False
+        self.both = False
+        self.whole_bytes = False
         if nibble:
             p.mode = MODE_NIBBLE
+            raw = [(int(n), int(a), int(b)) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
             if p.src_nibble != p.dst_nibble:
-                raw = [(int(n), int(a), int(b)) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
                 split = _staged_split(raw, 1 if p.src_nibble else 2) if raw else None
                 if split is not None and split[2] >= 64:
                     self._init_staged(split, sizes)
                     return
+            elif p.src_nibble and raw:
+                # Nibbles on both sides: blocks contiguous on whichever side is
+                # packed in some order, unpacked and repacked run by run.
+                for side in (1, 2):
+                    split = _staged_split(raw, side)
+                    if split is not None and split[2] >= 64:
+                        self._init_staged(split, sizes)
+                        return
         elif inner_ss == width and inner_ds == width:
             p.mode = MODE_MEMCPY
         elif inner_ss == 0:
@@ -1065,11 +1229,21 @@ cdef class Plan:
         outer, block, elems = split
         cdef plan_t* p = &self.p
         cdef Plan sub
-        side_src = p.src_nibble
         # Block-relative strides: the nibble side is the staging buffer (bytes).
         bsizes = [n for n, a, b in block]
         bsrc = [a for n, a, b in block]
         bdst = [b for n, a, b in block]
+        if p.src_nibble and p.dst_nibble:
+            # Each side's nibbles go through its own stage, packed in that
+            # side's order; the byte plan reorders one stage into the other.
+            bsrc, srun, souter = _run_dims(block, 1)
+            bdst, drun, douter = _run_dims(block, 2)
+            _set_runs(&self.sruns, srun, souter)
+            _set_runs(&self.druns, drun, douter)
+            self.both = True
+            # Blocks start, and destination runs start and end, on even nibbles.
+            self.whole_bytes = drun % 2 == 0 and all(
+                b % 2 == 0 for n, a, b in list(outer) + douter)
         sub = Plan(bsizes, bsrc, bdst, 8)
         self.sub = sub.p
         self.staged = True
@@ -1107,6 +1281,8 @@ cdef class Plan:
             "tasks": self.p.ntasks,
             "segment": self.p.seg_len,
             "stream": bool(self.p.stream),
+            "both_nibbles": bool(self.both),
+            "whole_bytes": bool(self.whole_bytes),
         }
 
 
@@ -1154,7 +1330,14 @@ cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads,
         local = plan.p
         local.stream = 0
         p = &local
-    if plan.staged:
+    if plan.both:
+        if p.dst_bytes < NOGIL_THRESHOLD:
+            _run_staged_both(p, &plan.sub, &plan.sruns, &plan.druns, s, d, 0, p.outer_count)
+        else:
+            with nogil:
+                _execute_staged_both(p, &plan.sub, &plan.sruns, &plan.druns, s, d, nthreads,
+                                     plan.whole_bytes)
+    elif plan.staged:
         if p.dst_bytes < NOGIL_THRESHOLD:
             _execute_staged(p, &plan.sub, s, d, 1)
         else:

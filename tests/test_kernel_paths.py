@@ -10,7 +10,9 @@ never against dmlstride itself:
   remainder);
 * the de-interleave kernels for 2, 3 and 4 channels;
 * 4-bit tensors packed in any memory order, which go through byte staging
-  blocks, including blocks that start on an odd nibble;
+  blocks, including blocks that start on an odd nibble, and 4-bit copies
+  with nibbles on both sides (source runs unpacked, reordered as bytes,
+  destination runs packed);
 * 1 and 2 threads.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 import pytest
 
 import dmlstride as ds
+from dmlstride import _engine
 
 WIDTH_DTYPES = ["uint8", "float16", "float32", "float64"]
 
@@ -103,15 +106,56 @@ def test_four_bit_orders(dtype, sizes, layout, threads):
     assert bytes(out) == packed.tobytes()
 
 
+def _nibble_copy_reference(src, src_desc, dst, dst_desc):
+    """What copy_tensor must leave in dst, computed nibble by nibble with numpy."""
+    flat = _nibbles(bytes(dst), 2 * len(dst)).copy()
+    flat[dst_desc.offsets()] = _nibbles(bytes(src), 2 * len(src))[src_desc.offsets()]
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+
+
+# (sizes, source order, destination order, destination strides) with nibbles on
+# both sides: the staged path unpacks source runs, reorders them as bytes and
+# packs destination runs.  Orders are axes from slowest to fastest.
+BOTH_PACKED = [
+    ((2, 5, 33, 17), (0, 2, 3, 1), (0, 1, 2, 3), None),  # NHWC -> NCHW, odd runs
+    ((2, 64, 40, 24), (0, 2, 3, 1), (0, 1, 2, 3), None),  # blocks of whole channel sets
+    ((3, 7, 9, 11), (0, 1, 2, 3), (0, 2, 3, 1), None),  # NCHW -> NHWC
+    ((2, 3, 4, 5, 6), (0, 2, 3, 4, 1), (0, 1, 2, 3, 4), None),  # NDHWC -> NCDHW
+    ((257, 255), (1, 0), (0, 1), None),  # column-major -> row-major
+    ((3, 2, 5, 4, 3, 2, 3, 5), (3, 0, 6, 1, 7, 4, 2, 5), tuple(range(8)), None),  # 8-D
+    ((4, 3, 33, 65), (0, 2, 3, 1), (0, 1, 2, 3), (7200, 2400, 70, 1)),  # padded destination
+    ((1, 1, 300, 301), (0, 1, 3, 2), (0, 1, 2, 3), None),  # blocks chunk a dimension
+]
+
+
 @pytest.mark.parametrize("dtype", ["uint4", "int4"])
-def test_four_bit_copy_between_orders(dtype, threads):
-    sizes = (2, 5, 33, 17)
-    src_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
-    dst_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW")
-    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
-    dst = bytearray(dst_desc.total_tensor_size_in_bytes)
+@pytest.mark.parametrize("sizes,src_order,dst_order,dst_strides", BOTH_PACKED)
+def test_four_bit_copy_with_nibbles_on_both_sides(dtype, sizes, src_order, dst_order, dst_strides,
+                                                  threads):
+    src_desc = ds.BufferTensorDesc(dtype, sizes, strides=ds.calculate_strides(src_order, sizes))
+    dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=dst_strides or ds.calculate_strides(dst_order, sizes))
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 4)
+    assert plan.describe()["mode"] == "staged"
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes + 8, sum(sizes))
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 8, 7).tobytes())
+    expect = _nibble_copy_reference(src, src_desc, dst, dst_desc)
     ds.copy_tensor(src, src_desc, dst, dst_desc)
-    assert np.array_equal(ds.gather(dst, dst_desc), ds.gather(src, src_desc))
+    assert bytes(dst) == expect
+
+
+@pytest.mark.parametrize("dtype", ["uint4", "int4"])
+def test_four_bit_copy_from_a_padded_source(dtype, threads):
+    # The source is not packed in any order: the blocks are destination runs.
+    sizes = (2, 3, 31, 45)
+    src_desc = ds.BufferTensorDesc(dtype, sizes, strides=(9000, 3000, 96, 1))
+    dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=ds.calculate_strides("NHWC", sizes))
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 4)
+    assert plan.describe()["mode"] == "staged"
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 5)
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 3, 6).tobytes())
+    expect = _nibble_copy_reference(src, src_desc, dst, dst_desc)
+    ds.copy_tensor(src, src_desc, dst, dst_desc)
+    assert bytes(dst) == expect
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
