@@ -420,6 +420,21 @@ def _sections(results: list[Result], targets: list[Target], md: bool) -> list[tu
                     "that also sees untracked allocations, and can read low when freed pages are reused)",
                     render(["case", "output", "peak", "peak / output", "RSS growth / output"], body)))
 
+    layout = [r for r in results if r.timed and r.row.group == "layout"]
+    if layout:
+        # A copy cannot beat memcpy of the same bytes, so memcpy / best numpy
+        # bounds the speed-up any implementation could show on each case.
+        body = [[r.row.name, f"{r.speedup:.2f}x", f"{r.gbps(C.MEMCPY) / r.best_numpy:.2f}x",
+                 f"{r.of_memcpy:.2f}"] for r in layout]
+        speedups = [r.speedup for r in layout]
+        ceilings = [r.gbps(C.MEMCPY) / r.best_numpy for r in layout]
+        body.append([f"geometric mean ({len(layout)} cases)", f"{C.geometric_mean(speedups):.2f}x",
+                     f"{C.geometric_mean(ceilings):.2f}x",
+                     f"{C.geometric_mean([r.of_memcpy for r in layout]):.2f}"])
+        out.append(("layout conversions against their ceiling (memcpy / best numpy: "
+                    "the speed-up of a copy as fast as memcpy)",
+                    render(["case", "vs best numpy", "ceiling", "of memcpy"], body)))
+
     if targets:
         out.append(("targets (ratios from this run; speed targets are reported, not asserted)",
                     render(*_target_rows(targets), left=3)))
