@@ -293,6 +293,42 @@ cdef extern from *:
         return k;
     }
 
+    /* 3-channel 32-bit de-interleave (RGB float32 -> planes), SSE2 shuffles:
+       four pixels (three vectors) per step.  Returns the pixels done. */
+    static int64_t dmls_deint3_32(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        int64_t i;
+        for (i = 0; i + 4 <= n; i += 4) {
+            __m128 a = _mm_loadu_ps((const float *)(s + 12 * i));       /* r0 g0 b0 r1 */
+            __m128 b = _mm_loadu_ps((const float *)(s + 12 * i + 16));  /* g1 b1 r2 g2 */
+            __m128 c = _mm_loadu_ps((const float *)(s + 12 * i + 32));  /* b2 r3 g3 b3 */
+            __m128 u = _mm_shuffle_ps(b, c, _MM_SHUFFLE(2, 1, 3, 2));   /* r2 g2 r3 g3 */
+            __m128 v = _mm_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 3, 0));   /* r0 r1 g1 b1 */
+            __m128 x = _mm_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 2, 1));   /* g0 b0 g1 b1 */
+            __m128 y = _mm_shuffle_ps(c, c, _MM_SHUFFLE(3, 0, 3, 0));   /* b2 b3 b2 b3 */
+            _mm_storeu_ps((float *)(d0 + 4 * i), _mm_shuffle_ps(v, u, _MM_SHUFFLE(2, 0, 1, 0)));
+            _mm_storeu_ps((float *)(d1 + 4 * i), _mm_shuffle_ps(x, u, _MM_SHUFFLE(3, 1, 2, 0)));
+            _mm_storeu_ps((float *)(d2 + 4 * i), _mm_shuffle_ps(x, y, _MM_SHUFFLE(1, 0, 3, 1)));
+        }
+        return i;
+    }
+
+    /* The inverse: three 32-bit planes -> interleaved pixels. */
+    static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char *d, int64_t n) {
+        int64_t i;
+        for (i = 0; i + 4 <= n; i += 4) {
+            __m128 r = _mm_loadu_ps((const float *)(s0 + 4 * i));
+            __m128 g = _mm_loadu_ps((const float *)(s1 + 4 * i));
+            __m128 b = _mm_loadu_ps((const float *)(s2 + 4 * i));
+            __m128 p = _mm_shuffle_ps(r, g, _MM_SHUFFLE(2, 0, 2, 0));   /* r0 r2 g0 g2 */
+            __m128 q = _mm_shuffle_ps(b, r, _MM_SHUFFLE(3, 1, 2, 0));   /* b0 b2 r1 r3 */
+            __m128 t = _mm_shuffle_ps(g, b, _MM_SHUFFLE(3, 1, 3, 1));   /* g1 g3 b1 b3 */
+            _mm_storeu_ps((float *)(d + 12 * i), _mm_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0)));
+            _mm_storeu_ps((float *)(d + 12 * i + 16), _mm_shuffle_ps(t, p, _MM_SHUFFLE(3, 1, 2, 0)));
+            _mm_storeu_ps((float *)(d + 12 * i + 32), _mm_shuffle_ps(q, t, _MM_SHUFFLE(3, 1, 3, 1)));
+        }
+        return i;
+    }
+
     /* 3-channel byte de-interleave (RGB -> planes) with SSSE3 pshufb, chosen
        at run time: the wheel's baseline stays SSE2.  Returns the number of
        pixels done (a multiple of 16); the caller finishes the rest. */
@@ -360,6 +396,14 @@ cdef extern from *:
     static void dmls_store_fence(void) { _mm_sfence(); }
     #else
     #define DMLSTRIDE_HAVE_SIMD 0
+    static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char *d, int64_t n) {
+        (void)s0; (void)s1; (void)s2; (void)d; (void)n;
+        return 0;
+    }
+    static int64_t dmls_deint3_32(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+        (void)s; (void)d0; (void)d1; (void)d2; (void)n;
+        return 0;
+    }
     static int64_t dmls_unpack_nibbles(const unsigned char *q, unsigned char *out, int64_t nbytes) {
         (void)q; (void)out; (void)nbytes;
         return 0;
@@ -389,6 +433,8 @@ cdef extern from *:
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
     int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
+    int64_t dmls_deint3_32(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
+    int64_t dmls_int3_32(const char* s0, const char* s1, const char* s2, char* d, int64_t n) noexcept nogil
     void dmls_stream_copy(char* d, const char* s, int64_t n) noexcept nogil
     int64_t dmls_unpack_nibbles(const uint8_t* q, uint8_t* out, int64_t nbytes) noexcept nogil
     int64_t dmls_pack_nibbles(const uint8_t* src, uint8_t* q, int64_t nbytes) noexcept nogil
@@ -549,12 +595,15 @@ cdef inline void _deinterleave(elem_t* tag, const char* s, char* d, int64_t kn, 
     cdef char* d2 = d + 2 * kds
     cdef char* d3 = d + 3 * kds
     cdef int64_t done
-    if kn == 3 and sizeof(elem_t) == 1:
-        done = dmls_deint3_u8(s, d0, d1, d2, n)
-        s = s + 3 * done
-        d0 = d0 + done
-        d1 = d1 + done
-        d2 = d2 + done
+    if kn == 3 and (sizeof(elem_t) == 1 or sizeof(elem_t) == 4):
+        if sizeof(elem_t) == 1:
+            done = dmls_deint3_u8(s, d0, d1, d2, n)
+        else:
+            done = dmls_deint3_32(s, d0, d1, d2, n)
+        s = s + 3 * done * <int64_t>sizeof(elem_t)
+        d0 = d0 + done * <int64_t>sizeof(elem_t)
+        d1 = d1 + done * <int64_t>sizeof(elem_t)
+        d2 = d2 + done * <int64_t>sizeof(elem_t)
         n = n - done
     if kn == 2:
         for b in range(n):
@@ -593,6 +642,14 @@ cdef inline void _interleave(elem_t* tag, const char* s, char* d, int64_t kn, in
     cdef const char* s2 = s + 2 * kss
     cdef const char* s3 = s + 3 * kss
     cdef int64_t W = <int64_t>sizeof(elem_t)
+    cdef int64_t done
+    if kn == 3 and sizeof(elem_t) == 4:
+        done = dmls_int3_32(s0, s1, s2, d, n)
+        s0 = s0 + done * W
+        s1 = s1 + done * W
+        s2 = s2 + done * W
+        d = d + 3 * done * W
+        n = n - done
     if kn == 2:
         for b in range(n):
             memcpy(&v0, s0 + b * W, sizeof(elem_t))

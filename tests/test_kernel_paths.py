@@ -65,11 +65,19 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [2, 3, 4, 5])
-def test_interleaved_channels(dtype, channels, threads):
+def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     sizes = (3, channels, 37, 129)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+    # And back: planes interleaved into pixels (scatter), against numpy assignment.
+    dt = ds.numpy_dtype(desc.data_type)
+    planes = _random_buffer(desc.element_count * dt.itemsize, 100 + channels).view(dt).reshape(sizes)
+    out = _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels)
+    expect = out.copy()
+    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in desc.effective_strides])[...] = planes
+    ds.scatter(planes, desc, out)
+    assert out.tobytes() == expect.tobytes()
 
 
 def _nibbles(buf, count, start=0):
