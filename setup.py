@@ -28,7 +28,8 @@ else:
     extra_compile, extra_link = ["-O3", "-fno-strict-aliasing", "-pthread"], ["-pthread"]
 extra_compile += os.environ.get("DMLSTRIDE_EXTRA_CFLAGS", "").split()
 extra_link += os.environ.get("DMLSTRIDE_EXTRA_LDFLAGS", "").split()
-macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+# NumPy >= 2 at run time: its whole C API (the memory handler API needs 1.22).
+macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")]
 if os.environ.get("DMLSTRIDE_NO_THREADS"):
     macros.append(("DMLSTRIDE_NO_THREADS", "1"))
 

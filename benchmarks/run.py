@@ -6,6 +6,7 @@ Usage::
     python benchmarks/run.py --quick            # small sizes, few repeats: a correctness smoke run
     python benchmarks/run.py --case gather/ --case tiny --threads 1
     python benchmarks/run.py --json r.json --markdown r.md --plot r.png
+    python benchmarks/run.py --no-output-cache  # every gather output newly mapped
 
 For each case every implementation runs once and the bytes they produce are
 compared; then they are timed interleaved (dmlstride, numpy, numpy, memcpy,
@@ -541,6 +542,16 @@ def _select(rows: list[C.Row], patterns: list[str] | None) -> list[C.Row]:
     return [r for r in rows if any(match(r.name, p) for p in patterns)]
 
 
+def _output_mode(settings: Settings) -> str:
+    if settings.preallocated:
+        return "preallocated"
+    limit = ds.output_cache_info()[1]
+    if not limit:
+        return "allocated per call (output cache off)"
+    return (f"allocated per call (dmlstride's output cache of {limit >> 20} MiB reuses freed outputs; "
+            "numpy's and memcpy's new arrays fault their pages in)")
+
+
 def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -550,7 +561,7 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     mode = "quick" if args.quick else "full"
     summary = (f"{mode} run, {ds.get_num_threads()} kernel threads, {cpus} CPUs, "
                f"median of {settings.repeats} interleaved repeats, "
-               f"gather output {'preallocated' if settings.preallocated else 'allocated per call'}; "
+               f"gather output {_output_mode(settings)}; "
                f"Python {platform.python_version()}, numpy {np.__version__}, dmlstride {ds.__version__}"
                + (f", torch {torch_version}" if torch_version else ""))
     return {
@@ -561,6 +572,7 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
         "cpus": cpus,
         "repeats": settings.repeats,
         "preallocated": settings.preallocated,
+        "output_cache_bytes": ds.output_cache_info()[1],
         "machine": platform.machine(),
         "system": platform.system(),
         "python": platform.python_version(),
@@ -584,6 +596,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, metavar="N", help="timing repeats per case (default 15, quick 5)")
     p.add_argument("--preallocated", action="store_true",
                    help="gathers write into an output allocated once (out=, np.copyto) instead of a new array")
+    p.add_argument("--no-output-cache", action="store_true",
+                   help="turn dmlstride's gather output cache off (every output is newly mapped memory)")
     p.add_argument("--check-targets", action="store_true", help=f"exit {EXIT_TARGETS} if a speed target is missed")
     p.add_argument("--list", action="store_true", help="list the case names and exit")
     args = p.parse_args(argv)
@@ -611,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.threads is not None:
         ds.set_num_threads(args.threads)
+    if args.no_output_cache:
+        ds.set_output_cache(0)
     if C.torch is not None:
         C.torch.set_num_threads(ds.get_num_threads())  # same thread budget for the torch column
     settings = Settings(

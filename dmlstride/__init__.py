@@ -5,7 +5,16 @@ exact size calculations, and fast kernels that gather elements from strided
 1-8 D buffers into packed arrays, scatter them back and convert layouts.
 """
 
-from .copy import copy_tensor, gather, get_num_threads, scatter, set_num_threads, view
+from .copy import (
+    copy_tensor,
+    gather,
+    get_num_threads,
+    output_cache_info,
+    scatter,
+    set_num_threads,
+    set_output_cache,
+    view,
+)
 from .datatypes import (
     MAX_DIMENSION_COUNT,
     MAX_ELEMENT_COUNT,
@@ -43,7 +52,9 @@ __all__ = [
     "get_num_threads",
     "layout_names",
     "numpy_dtype",
+    "output_cache_info",
     "scatter",
     "set_num_threads",
+    "set_output_cache",
     "view",
 ]

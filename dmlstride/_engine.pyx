@@ -25,6 +25,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
+import numpy as np
 
 cnp.import_array()
 
@@ -1344,6 +1345,203 @@ cdef class Plan:
 
 
 # ---------------------------------------------------------------------------------------
+# gather outputs: a small cache of freed output blocks
+
+cdef extern from *:
+    """
+    /* Freshly mapped memory is zeroed by the kernel on first touch, one page
+       fault at a time: for a large gather that costs about as much as the
+       copy itself.  Arrays that gather() allocates carry this numpy memory
+       handler; when such an array is freed, its block (if at least
+       DMLS_CACHE_MIN bytes) is kept, up to a byte limit, and the next output
+       of a similar size reuses it, already mapped.  Every call comes from
+       numpy with the GIL held (array creation, resize and deallocation), so
+       the cache needs no lock; a free-threaded build does not cache.  Each
+       block has a header holding its capacity; the data starts
+       DMLS_HEADER bytes in (16-byte aligned, as malloc's blocks are). */
+    #include <stdlib.h>
+    #include <string.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    #define DMLS_HEADER 64
+    #define DMLS_CACHE_SLOTS 8
+    #define DMLS_CACHE_MIN ((size_t)1 << 20)
+    static size_t dmls_cache_limit = (size_t)256 << 20;
+    static size_t dmls_cache_bytes = 0;
+    static char *dmls_cache_block[DMLS_CACHE_SLOTS];
+    static int dmls_cache_hit = 0;  /* the last allocation reused a cached block */
+
+    static size_t dmls_block_cap(char *base) { size_t c; memcpy(&c, base, sizeof c); return c; }
+
+    static void *dmls_block_new(size_t size, int zero) {
+        void *base = NULL;
+        size_t cap = size ? size : 1;
+        if (cap > (size_t)-1 - DMLS_HEADER) return NULL;
+        base = zero ? calloc(1, cap + DMLS_HEADER) : malloc(cap + DMLS_HEADER);
+        if (base == NULL) return NULL;
+        memcpy(base, &cap, sizeof cap);
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (cap >= ((size_t)4 << 20)) {  /* as numpy does for its own large arrays */
+            uintptr_t lo = ((uintptr_t)base + 4095) & ~(uintptr_t)4095;
+            uintptr_t hi = ((uintptr_t)base + cap + DMLS_HEADER) & ~(uintptr_t)4095;
+            if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+        }
+    #endif
+        return (char *)base + DMLS_HEADER;
+    }
+
+    static void *dmls_out_malloc(void *ctx, size_t size) {
+        (void)ctx;
+        dmls_cache_hit = 0;
+    #ifndef Py_GIL_DISABLED
+        if (size >= DMLS_CACHE_MIN) {
+            /* best fit among blocks no more than a quarter larger */
+            int i, best = -1;
+            for (i = 0; i < DMLS_CACHE_SLOTS; i++) {
+                char *b = dmls_cache_block[i];
+                size_t c;
+                if (b == NULL) continue;
+                c = dmls_block_cap(b);
+                if (c >= size && c - size <= size / 4 &&
+                        (best < 0 || c < dmls_block_cap(dmls_cache_block[best])))
+                    best = i;
+            }
+            if (best >= 0) {
+                char *b = dmls_cache_block[best];
+                dmls_cache_block[best] = NULL;
+                dmls_cache_bytes -= dmls_block_cap(b);
+                dmls_cache_hit = 1;
+                return b + DMLS_HEADER;
+            }
+        }
+    #endif
+        return dmls_block_new(size, 0);
+    }
+
+    static void *dmls_out_calloc(void *ctx, size_t n, size_t size) {
+        (void)ctx;
+        if (size && n > (size_t)-1 / size) return NULL;
+        return dmls_block_new(n * size, 1);
+    }
+
+    static void dmls_out_free(void *ctx, void *ptr, size_t size) {
+        char *base;
+        size_t cap;
+        (void)ctx; (void)size;
+        if (ptr == NULL) return;
+        base = (char *)ptr - DMLS_HEADER;
+        cap = dmls_block_cap(base);
+    #ifndef Py_GIL_DISABLED
+        if (cap >= DMLS_CACHE_MIN && cap <= dmls_cache_limit - dmls_cache_bytes) {
+            int i;
+            for (i = 0; i < DMLS_CACHE_SLOTS; i++) {
+                if (dmls_cache_block[i] == NULL) {
+                    dmls_cache_block[i] = base;
+                    dmls_cache_bytes += cap;
+                    return;
+                }
+            }
+        }
+    #endif
+        free(base);
+    }
+
+    static void *dmls_out_realloc(void *ctx, void *ptr, size_t size) {
+        void *fresh;
+        size_t cap;
+        if (ptr == NULL) return dmls_out_malloc(ctx, size);
+        cap = dmls_block_cap((char *)ptr - DMLS_HEADER);
+        if (size <= cap && size >= cap / 2) return ptr;
+        fresh = dmls_block_new(size, 0);
+        if (fresh == NULL) return NULL;
+        memcpy(fresh, ptr, size < cap ? size : cap);
+        dmls_out_free(ctx, ptr, cap);
+        return fresh;
+    }
+
+    /* Free every cached block; keep at most ``limit`` bytes from now on.
+       Returns the previous limit. */
+    static size_t dmls_cache_set_limit(size_t limit) {
+        size_t old = dmls_cache_limit;
+        int i;
+        for (i = 0; i < DMLS_CACHE_SLOTS; i++) {
+            if (dmls_cache_block[i] != NULL) {
+                free(dmls_cache_block[i]);
+                dmls_cache_block[i] = NULL;
+            }
+        }
+        dmls_cache_bytes = 0;
+        dmls_cache_limit = limit;
+        return old;
+    }
+
+    static PyDataMem_Handler dmls_out_handler = {
+        "dmlstride_output_cache", 1,
+        {NULL, dmls_out_malloc, dmls_out_calloc, dmls_out_realloc, dmls_out_free},
+    };
+    static PyObject *dmls_out_handler_capsule(void) {
+        return PyCapsule_New(&dmls_out_handler, "mem_handler", NULL);
+    }
+    """
+    object dmls_out_handler_capsule()
+    size_t dmls_cache_set_limit(size_t limit) noexcept
+    size_t dmls_cache_limit
+    size_t dmls_cache_bytes
+    int dmls_cache_hit
+
+cdef extern from "numpy/arrayobject.h":
+    object PyDataMem_SetHandler(object handler)
+
+cdef object _OUTPUT_HANDLER = dmls_out_handler_capsule()
+
+
+cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims, int type_num, bint* fresh):
+    """An uninitialised C-ordered array whose memory comes from the output cache.
+
+    ``fresh`` is set when the memory is newly allocated (not a reused block):
+    its pages fault in, zeroed by the kernel, on first write.
+    """
+    old = PyDataMem_SetHandler(_OUTPUT_HANDLER)
+    try:
+        dmls_cache_hit = 0
+        arr = cnp.PyArray_EMPTY(nd, dims, type_num, 0)
+        fresh[0] = not dmls_cache_hit
+        return arr
+    finally:
+        PyDataMem_SetHandler(old)
+
+
+def new_output(shape, dtype):
+    """``numpy.empty(shape, dtype)`` allocated through the output cache.
+
+    Returns (array, fresh): ``fresh`` is False when a cached block was reused.
+    """
+    cdef cnp.npy_intp dims[MAXD]
+    cdef int nd = len(shape)
+    cdef int i
+    cdef bint fresh = True
+    if nd < 1 or nd > MAXD:
+        raise ValueError(f"new_output: {nd} dimensions; expected 1 to {MAXD}")
+    for i in range(nd):
+        dims[i] = shape[i]
+    arr = _new_output(nd, dims, np.dtype(dtype).num, &fresh)
+    return arr, fresh
+
+
+def set_output_cache(Py_ssize_t nbytes):
+    """Free the cached output blocks and keep at most ``nbytes`` from now on (0: none)."""
+    if nbytes < 0:
+        raise ValueError(f"output cache size is {nbytes}; expected at least 0")
+    return dmls_cache_set_limit(<size_t>nbytes)
+
+
+def output_cache_info():
+    """(bytes held in cached blocks, byte limit)."""
+    return dmls_cache_bytes, dmls_cache_limit
+
+
+# ---------------------------------------------------------------------------------------
 # buffers and execution
 
 cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -1:
@@ -1543,9 +1741,9 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     try:
         # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
         _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
-        fresh = out is None
-        if fresh:
-            arr = cnp.PyArray_EMPTY(g.ndim, g.dims, g.type_num, 0)
+        fresh = False
+        if out is None:
+            arr = _new_output(g.ndim, g.dims, g.type_num, &fresh)
         else:
             # An out array sharing memory with the source range takes the checked path.
             s0 = <uintptr_t>sv.buf + <uintptr_t>off

@@ -8,6 +8,7 @@ holds every buffer export for the whole call.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -139,14 +140,14 @@ def gather(
     plan = _plan(desc, "gather")
     dtype = numpy_dtype(desc.data_type)
     _check_fits(buffer, off, max(desc.total_tensor_size_in_bytes, plan.src_extent))
-    fresh = out is None
-    if fresh:
-        out = np.empty(desc.sizes, dtype=dtype)
+    fresh = False
+    if out is None:
+        out, fresh = _engine.new_output(desc.sizes, dtype)
     else:
         _check_out(out, desc, dtype)
     if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True, fresh):
         # out shares memory with the tensor's buffer range: go through a temporary.
-        tmp = np.empty(desc.sizes, dtype=dtype)
+        tmp, _ = _engine.new_output(desc.sizes, dtype)
         _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0)
         np.copyto(out, tmp)
     _cached(
@@ -374,6 +375,54 @@ def get_num_threads() -> int:
     return int(_engine.get_num_threads())
 
 
+DEFAULT_OUTPUT_CACHE = 256 << 20
+
+
+def set_output_cache(max_bytes: int) -> int:
+    """Keep at most ``max_bytes`` of freed gather outputs for reuse; return the old limit.
+
+    A new array's memory is mapped and zeroed by the operating system one
+    page at a time on first write, which for a large gather costs about as
+    much as the copy.  So the arrays :func:`gather` allocates remember where
+    they came from: when one of at least 1 MiB is freed, its memory is kept
+    (up to 8 blocks and ``max_bytes`` in all) and the next gather of a similar
+    size (at most a quarter smaller) reuses it.  The arrays are ordinary
+    numpy arrays that own their data.  Setting the limit frees every cached
+    block; 0 turns the cache off.  The default is 256 MiB, or the
+    ``DMLSTRIDE_OUTPUT_CACHE`` environment variable (bytes).
+
+    Examples
+    --------
+    >>> old = set_output_cache(0)        # free the cached blocks, cache nothing
+    >>> output_cache_info()
+    (0, 0)
+    >>> set_output_cache(old)
+    0
+    """
+    n = as_int(max_bytes, "max_bytes")
+    if not 0 <= n <= sys.maxsize:
+        raise ValueError(f"output cache limit is {n} bytes; expected 0 to {sys.maxsize}")
+    return int(_engine.set_output_cache(n))
+
+
+def output_cache_info() -> tuple[int, int]:
+    """``(bytes held in cached blocks, limit in bytes)`` of the gather output cache.
+
+    See :func:`set_output_cache`.
+    """
+    held, limit = _engine.output_cache_info()
+    return int(held), int(limit)
+
+
+def _default_output_cache() -> int:
+    env = os.environ.get("DMLSTRIDE_OUTPUT_CACHE", "").strip()
+    try:
+        n = int(env)
+    except ValueError:
+        return DEFAULT_OUTPUT_CACHE
+    return n if 0 <= n <= sys.maxsize else DEFAULT_OUTPUT_CACHE
+
+
 def _default_threads() -> int:
     env = os.environ.get("DMLSTRIDE_NUM_THREADS", "").strip()
     if env:
@@ -390,3 +439,4 @@ def _default_threads() -> int:
 
 
 _engine.set_num_threads(_default_threads())
+_engine.set_output_cache(_default_output_cache())
