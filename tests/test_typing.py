@@ -141,6 +141,8 @@ reveal_type(desc.has_overlap)
 reveal_type(desc.data_type)
 reveal_type(dmlstride.get_num_threads())
 reveal_type(dmlstride.set_num_threads(2))
+reveal_type(dmlstride.set_output_cache(1 << 28))
+reveal_type(dmlstride.output_cache_info())
 a: np.ndarray[Any, Any] = gather(buf, desc)
 shape: tuple[int, ...] = desc.sizes
 total: int = desc.total_tensor_size_in_bytes
@@ -167,6 +169,8 @@ EXPECTED_REVEALS = [
     r"dmlstride\.(datatypes\.)?TensorDataType",
     r"(builtins\.)?int",
     r"None",
+    r"(builtins\.)?int",
+    r"(builtins\.)?tuple\[(builtins\.)?int, (builtins\.)?int\]",
 ]
 
 
