@@ -213,10 +213,12 @@ cdef extern from *:
         const int64_t TJ = 64;          /* source lines kept in L1 per tile */
         /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
            lie a multiple of 4 KiB apart compete for one L1 set: stage the
-           micro-blocks in a padded buffer and write each row in one burst. */
+           micro-blocks in a padded buffer and write each row in one burst.
+           Rows closer together (dk not a multiple of 2 KiB) spread over
+           enough sets to be written in place. */
         enum { PITCH = 64 * 2 + 64, SPITCH = 64 + 16 };
         char stage[16 * PITCH];
-        const int staged = W <= 2;
+        const int staged = W <= 2 && dk % 2048 == 0;
         /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
            while the tile revisits them: copy the tile's source lines to a
            padded buffer first (each source line is then read once). */
