@@ -358,16 +358,19 @@ cdef extern from *:
        a row start) and lie at source offsets js[j]; K elements are contiguous
        in the source (k at k * W) and lie at destination offsets kd[k].  So
        element (j, k) moves from s + js[j] + k * W to d + kd[k] + j * W.
-       The block is cut into tiles of one source line of k (TK = 64 / W) by
-       DMLS_BJ values of j.  A side whose rows would compete for a few L1
+       The block is cut into tiles of L source lines of k (TK = 64 * L / W)
+       by TJ = DMLS_BJ / L values of j, in k-major order, and the source
+       lines of the tile DMLS_BAHEAD ahead are prefetched.  A side whose rows would compete for a few L1
        sets (sstage, dstage) goes through a padded buffer, so each of its
        lines is read or written in one burst.  The register micro-kernels
        take one pointer per row; ragged edges are copied element by element.
        Reads stay within {s + js[j] + k * W}, writes within
        {d + kd[k] + j * W}, for j < jn and k < kn. */
-    enum { DMLS_BJ = 64, DMLS_BSP = 64 + 16, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
-    #if defined(__GNUC__) || defined(__clang__)
-    #define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+    enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
+    #if DMLSTRIDE_HAVE_SIMD
+    #define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+    #elif defined(__GNUC__) || defined(__clang__)
+    #define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
     #else
     #define DMLS_PREFETCH(p) ((void)(p))
     #endif
@@ -410,40 +413,42 @@ cdef extern from *:
         DMLS_PSTORE(y, 2);
     }
     #endif
-    static void dmls_block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
-                                     char *d, const int64_t *kd, int64_t kn,
-                                     int sstage, int dstage) {
-        /* sst: DMLS_BJ rows of one source line; dst: TK = 64 / W rows of
-           W * DMLS_BJ + DMLS_BPAD bytes, at most 64 * DMLS_BJ + 64 * DMLS_BPAD. */
-        char sst[DMLS_BJ * DMLS_BSP];
-        char dst[64 * DMLS_BJ + 64 * DMLS_BPAD];
+    static inline void dmls_block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
+                                        char *d, const int64_t *kd, int64_t kn,
+                                        int sstage, int dstage, const int64_t L) {
+        /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
+           (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
+           DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
+           bytes, 64 * L * TJ + 64 * L * DMLS_BPAD / W <= 64 * DMLS_BJ + 256 * DMLS_BPAD. */
+        char sst[DMLS_BJ * 64 + 16 * DMLS_BJ];
+        char dst[64 * DMLS_BJ + 256 * DMLS_BPAD];
         const char *sr[DMLS_BJ];
-        char *dr[64];
-        const int64_t TK = 64 / W, DP = W * DMLS_BJ + DMLS_BPAD;
-        const int64_t ntj = (jn + DMLS_BJ - 1) / DMLS_BJ, ntk = (kn + TK - 1) / TK;
-        int64_t kb, jb, k, j, nk, nj, nkf, njf, t;
+        char *dr[256];
+        const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
+        const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
+        const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
+        int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
         for (t = 0; t < ntj * ntk; t++) {
             kb = (t / ntj) * TK;
-            jb = (t % ntj) * DMLS_BJ;
-            nj = jn - jb < DMLS_BJ ? jn - jb : DMLS_BJ;
+            jb = (t % ntj) * TJ;
+            nj = jn - jb < TJ ? jn - jb : TJ;
             nk = kn - kb < TK ? kn - kb : TK;
             if (t + DMLS_BAHEAD < ntj * ntk) {
                 /* Source rows are short runs in many pages: ask for the lines
-                   of a tile ahead so their misses overlap this tile's work. */
-                int64_t kb2 = ((t + DMLS_BAHEAD) / ntj) * TK, jb2 = ((t + DMLS_BAHEAD) % ntj) * DMLS_BJ;
-                int64_t nj2 = jn - jb2 < DMLS_BJ ? jn - jb2 : DMLS_BJ;
+                   of a tile ahead (into L2) so their misses overlap this
+                   tile's work. */
+                int64_t kb2 = ((t + DMLS_BAHEAD) / ntj) * TK, jb2 = ((t + DMLS_BAHEAD) % ntj) * TJ;
+                int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
+                int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
                 for (j = 0; j < nj2; j++)
-                    DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W);
+                    for (q = 0; q < nb2; q += 64)
+                        DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
             }
             if (sstage) {
-                if (nk == TK)
-                    for (j = 0; j < nj; j++)
-                        memcpy(sst + j * DMLS_BSP, s + js[jb + j] + kb * W, 64);
-                else
-                    for (j = 0; j < nj; j++)
-                        memcpy(sst + j * DMLS_BSP, s + js[jb + j] + kb * W, (size_t)(nk * W));
                 for (j = 0; j < nj; j++)
-                    sr[j] = sst + j * DMLS_BSP;
+                    memcpy(sst + j * SP, s + js[jb + j] + kb * W, (size_t)(nk * W));
+                for (j = 0; j < nj; j++)
+                    sr[j] = sst + j * SP;
             } else {
                 for (j = 0; j < nj; j++)
                     sr[j] = s + js[jb + j] + kb * W;
@@ -483,6 +488,16 @@ cdef extern from *:
                     memcpy(d + kd[kb + k] + jb * W, dst + k * DP, (size_t)(nj * W));
         }
     }
+    /* lines: source lines of k per tile row (1 or 4); each value gets its
+       own copy of the loops with constant tile sizes. */
+    static void dmls_block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
+                                     char *d, const int64_t *kd, int64_t kn,
+                                     int sstage, int dstage, int lines) {
+        if (lines == 4)
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4);
+        else
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1);
+    }
     """
     int DMLSTRIDE_HAVE_THREADS
     ctypedef void (*dmls_chunk_fn)(void* ctx, int64_t chunk) noexcept nogil
@@ -495,7 +510,7 @@ cdef extern from *:
     void dmls_store_fence() noexcept nogil
     void dmls_block_transpose(int W, const char* s, const int64_t* js, int64_t jn,
                               char* d, const int64_t* kd, int64_t kn,
-                              int sstage, int dstage) noexcept nogil
+                              int sstage, int dstage, int lines) noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -560,6 +575,7 @@ ctypedef struct plan_t:
     int64_t bktot
     int bsstage          # stage source lines / destination runs through L1 buffers
     int bdstage
+    int blines           # source lines of k per tile row (1 or 4)
 
 
 # ---------------------------------------------------------------------------------------
@@ -836,7 +852,7 @@ cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
     cdef int64_t kd[BLOCK_GROUP]
     _group_offsets(p.bnj, p.bjn, p.bjs, js)
     _group_offsets(p.bnk, p.bkn, p.bkd, kd)
-    dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage)
+    dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines)
 
 
 cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
@@ -1156,12 +1172,18 @@ cdef bint _init_block(plan_t* p, merged, int64_t width) except -1:
         p.bkd[i] = b
     p.bjtot = jtot
     p.bktot = ktot
+    # When consecutive k rows are adjacent in the destination (the first K
+    # dimension's stride is the whole J run) and short (a band of 4-line-tall
+    # tiles covers 256 * jtot <= 16 KiB, in L1 while its j tiles fill it),
+    # tiles of 4 source lines by 16 j read each source row in longer bursts.
+    # Otherwise every k row is its own write stream: keep tiles one line tall.
+    p.blines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 else 1
     # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
     # tile's rows would put more than 8 lines in one set.
-    p.bsstage = _rows_per_set(jgroup, 1, 64) > 8
+    p.bsstage = _rows_per_set(jgroup, 1, 64 // p.blines) > 8
     # Wider elements write 4 or 2 destination rows per micro-block, which the
     # store path absorbs (staging them measured slower).
-    p.bdstage = width <= 2 and _rows_per_set(kgroup, 2, 64 // width) > 8
+    p.bdstage = width <= 2 and _rows_per_set(kgroup, 2, 64 * p.blines // width) > 8
     p.nouter = len(dims)
     outer_count = 1
     for i, (n, a, b) in enumerate(dims):
@@ -1411,6 +1433,7 @@ cdef class Plan:
                 "j": [(self.p.bjn[i], self.p.bjs[i]) for i in range(self.p.bnj)],
                 "k": [(self.p.bkn[i], self.p.bkd[i]) for i in range(self.p.bnk)],
                 "staged": (bool(self.p.bsstage), bool(self.p.bdstage)),
+                "lines": self.p.blines,
             }
         return info
 

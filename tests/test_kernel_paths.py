@@ -215,7 +215,7 @@ def test_block_transpose_between_two_scrambled_orders(dtype, threads):
     assert bytes(dst) == expect.tobytes()
 
 
-def test_block_cases_reach_both_staging_buffers_and_a_split():
+def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
     seen = set()
     for name, sizes, spec, _, _ in BLOCK_CASES:
         for dtype in WIDTH_DTYPES:
@@ -227,9 +227,11 @@ def test_block_cases_reach_both_staging_buffers_and_a_split():
                     src_staged, dst_staged = plan["block"]["staged"]
                     seen.add(("source staged", src_staged))
                     seen.add(("destination staged", dst_staged))
+                    seen.add(("lines", plan["block"]["lines"]))
                     # A split dimension: a group member that is not a whole dimension.
                     whole = set(sizes)
                     if any(n not in whole for n, _ in plan["block"]["j"] + plan["block"]["k"]):
                         seen.add("split")
     assert seen == {("source staged", True), ("source staged", False),
-                    ("destination staged", True), ("destination staged", False), "split"}
+                    ("destination staged", True), ("destination staged", False), "split",
+                    ("lines", 1), ("lines", 4)}
