@@ -13,11 +13,17 @@ A :class:`Plan` is built once per (source layout, destination layout) pair:
 * the innermost dimension is classified: contiguous in both (``memcpy``), a
   zero source stride (fill), a transposition (the source's fastest dimension is
   another one: 2-D tiles sized for L1), or plain strided;
+* a transposition whose source-contiguous run (group K) and destination-
+  contiguous run (group J) span several dimensions, as in a scrambled
+  dimension order, is copied in J x K blocks (``block``: one task per block,
+  offset tables for the rows of each group);
 * 4-bit types take the nibble path.
 
 Work is a flat range of tasks (outer index x segment of the innermost
 dimension) that threads split into disjoint destination slabs.
 """
+
+import math
 
 from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
@@ -214,10 +220,12 @@ cdef extern from *:
         const int64_t TJ = 64;          /* source lines kept in L1 per tile */
         /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
            lie a multiple of 4 KiB apart compete for one L1 set: stage the
-           micro-blocks in a padded buffer and write each row in one burst. */
+           micro-blocks in a padded buffer and write each row in one burst.
+           Rows closer together (dk not a multiple of 2 KiB) spread over
+           enough sets to be written in place. */
         enum { PITCH = 64 * 2 + 64, SPITCH = 64 + 16 };
         char stage[16 * PITCH];
-        const int staged = W <= 2;
+        const int staged = W <= 2 && dk % 2048 == 0;
         /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
            while the tile revisits them: copy the tile's source lines to a
            padded buffer first (each source line is then read once). */
@@ -426,6 +434,152 @@ cdef extern from *:
         *jdone = 0;
     }
     #endif
+
+    /* Blocked transpose for layouts whose fast runs span several dimensions.
+       J elements are contiguous in the destination (element j at j * W from
+       a row start) and lie at source offsets js[j]; K elements are contiguous
+       in the source (k at k * W) and lie at destination offsets kd[k].  So
+       element (j, k) moves from s + js[j] + k * W to d + kd[k] + j * W.
+       The block is cut into tiles of L source lines of k (TK = 64 * L / W)
+       by TJ = DMLS_BJ / L values of j, in k-major order, and the source
+       lines of the tile DMLS_BAHEAD ahead are prefetched.  A side whose rows would compete for a few L1
+       sets (sstage, dstage) goes through a padded buffer, so each of its
+       lines is read or written in one burst.  The register micro-kernels
+       take one pointer per row; ragged edges are copied element by element.
+       Reads stay within {s + js[j] + k * W}, writes within
+       {d + kd[k] + j * W}, for j < jn and k < kn. */
+    enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
+    #if DMLSTRIDE_HAVE_SIMD
+    #define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+    #elif defined(__GNUC__) || defined(__clang__)
+    #define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+    #else
+    #define DMLS_PREFETCH(p) ((void)(p))
+    #endif
+    #if DMLSTRIDE_HAVE_SIMD
+    #define DMLS_PLOAD(x, N) do { int i_;                                          \\
+        _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                     \\
+            x[i_] = _mm_loadu_si128((const __m128i *)(sr[i_] + ko)); } while (0)
+    #define DMLS_PSTORE(x, N) do { int i_;                                         \\
+        _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                     \\
+            _mm_storeu_si128((__m128i *)(dr[i_] + jo), x[i_]); } while (0)
+    /* sr[i] + ko: source row j + i at k; dr[i] + jo: destination row k + i at j. */
+    static inline void dmls_pmicro1(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
+        __m128i x[16], y[16];
+        DMLS_PLOAD(x, 16);
+        DMLS_STAGE(x, y, 16, 1, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
+        DMLS_STAGE(y, x, 16, 2, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+        DMLS_STAGE(x, y, 16, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(y, x, 16, 8, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_PSTORE(x, 16);
+    }
+    static inline void dmls_pmicro2(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
+        __m128i x[8], y[8];
+        DMLS_PLOAD(x, 8);
+        DMLS_STAGE(x, y, 8, 1, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
+        DMLS_STAGE(y, x, 8, 2, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(x, y, 8, 4, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_PSTORE(y, 8);
+    }
+    static inline void dmls_pmicro4(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
+        __m128i x[4], y[4];
+        DMLS_PLOAD(x, 4);
+        DMLS_STAGE(x, y, 4, 1, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
+        DMLS_STAGE(y, x, 4, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_PSTORE(x, 4);
+    }
+    static inline void dmls_pmicro8(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
+        __m128i x[2], y[2];
+        DMLS_PLOAD(x, 2);
+        DMLS_STAGE(x, y, 2, 1, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
+        DMLS_PSTORE(y, 2);
+    }
+    #endif
+    static inline void dmls_block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
+                                        char *d, const int64_t *kd, int64_t kn,
+                                        int sstage, int dstage, const int64_t L) {
+        /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
+           (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
+           DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
+           bytes, 64 * L * TJ + 64 * L * DMLS_BPAD / W <= 64 * DMLS_BJ + 256 * DMLS_BPAD. */
+        char sst[DMLS_BJ * 64 + 16 * DMLS_BJ];
+        char dst[64 * DMLS_BJ + 256 * DMLS_BPAD];
+        const char *sr[DMLS_BJ];
+        char *dr[256];
+        const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
+        const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
+        const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
+        int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
+        for (t = 0; t < ntj * ntk; t++) {
+            kb = (t / ntj) * TK;
+            jb = (t % ntj) * TJ;
+            nj = jn - jb < TJ ? jn - jb : TJ;
+            nk = kn - kb < TK ? kn - kb : TK;
+            if (t + DMLS_BAHEAD < ntj * ntk) {
+                /* Source rows are short runs in many pages: ask for the lines
+                   of a tile ahead (into L2) so their misses overlap this
+                   tile's work. */
+                int64_t kb2 = ((t + DMLS_BAHEAD) / ntj) * TK, jb2 = ((t + DMLS_BAHEAD) % ntj) * TJ;
+                int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
+                int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
+                for (j = 0; j < nj2; j++)
+                    for (q = 0; q < nb2; q += 64)
+                        DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
+            }
+            if (sstage) {
+                for (j = 0; j < nj; j++)
+                    memcpy(sst + j * SP, s + js[jb + j] + kb * W, (size_t)(nk * W));
+                for (j = 0; j < nj; j++)
+                    sr[j] = sst + j * SP;
+            } else {
+                for (j = 0; j < nj; j++)
+                    sr[j] = s + js[jb + j] + kb * W;
+            }
+            if (dstage)
+                for (k = 0; k < nk; k++)
+                    dr[k] = dst + k * DP;
+            else
+                for (k = 0; k < nk; k++)
+                    dr[k] = d + kd[kb + k] + jb * W;
+            nkf = 0;
+            njf = 0;
+    #if DMLSTRIDE_HAVE_SIMD
+            {
+                const int64_t N = 16 / W;
+                nkf = nk - nk % N;
+                njf = nj - nj % N;
+                for (k = 0; k < nkf; k += N)
+                    for (j = 0; j < njf; j += N) {
+                        switch (W) {
+                        case 1: dmls_pmicro1(sr + j, k, dr + k, j); break;
+                        case 2: dmls_pmicro2(sr + j, 2 * k, dr + k, 2 * j); break;
+                        case 4: dmls_pmicro4(sr + j, 4 * k, dr + k, 4 * j); break;
+                        default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
+                        }
+                    }
+            }
+    #endif
+            for (k = nkf; k < nk; k++)
+                for (j = 0; j < nj; j++)
+                    memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
+            for (k = 0; k < nkf; k++)
+                for (j = njf; j < nj; j++)
+                    memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
+            if (dstage)
+                for (k = 0; k < nk; k++)
+                    memcpy(d + kd[kb + k] + jb * W, dst + k * DP, (size_t)(nj * W));
+        }
+    }
+    /* lines: source lines of k per tile row (1 or 4); each value gets its
+       own copy of the loops with constant tile sizes. */
+    static void dmls_block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
+                                     char *d, const int64_t *kd, int64_t kn,
+                                     int sstage, int dstage, int lines) {
+        if (lines == 4)
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4);
+        else
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1);
+    }
     """
     int DMLSTRIDE_HAVE_THREADS
     ctypedef void (*dmls_chunk_fn)(void* ctx, int64_t chunk) noexcept nogil
@@ -440,6 +594,9 @@ cdef extern from *:
     int64_t dmls_unpack_nibbles(const uint8_t* q, uint8_t* out, int64_t nbytes) noexcept nogil
     int64_t dmls_pack_nibbles(const uint8_t* src, uint8_t* q, int64_t nbytes) noexcept nogil
     void dmls_store_fence() noexcept nogil
+    void dmls_block_transpose(int W, const char* s, const int64_t* js, int64_t jn,
+                              char* d, const int64_t* kd, int64_t kn,
+                              int sstage, int dstage, int lines) noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -451,6 +608,13 @@ cdef enum Mode:
     MODE_TILE = 3
     MODE_NIBBLE = 4
     MODE_INTERLEAVE = 5
+    MODE_BLOCK = 6
+
+# MODE_BLOCK: at most this many elements in each of the J and K groups (their
+# offset tables live on the stack) and in a block (J x K, sized for L2).
+cdef enum:
+    BLOCK_GROUP = 1024
+    BLOCK_ELEMS = 1 << 16
 
 # Copies below this many bytes keep the GIL (releasing it costs more than the copy).
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
@@ -487,6 +651,17 @@ ctypedef struct plan_t:
     int64_t ntasks
     int64_t dst_bytes    # bytes written (for the threading threshold)
     int stream           # long contiguous runs in a copy far larger than the caches
+    int bnj              # MODE_BLOCK: the J group (destination-contiguous), fastest first:
+    int64_t bjn[MAXD]    #   sizes
+    int64_t bjs[MAXD]    #   source strides
+    int bnk              # the K group (source-contiguous), fastest first:
+    int64_t bkn[MAXD]    #   sizes
+    int64_t bkd[MAXD]    #   destination strides
+    int64_t bjtot        # elements in each group
+    int64_t bktot
+    int bsstage          # stage source lines / destination runs through L1 buffers
+    int bdstage
+    int blines           # source lines of k per tile row (1 or 4)
 
 
 # ---------------------------------------------------------------------------------------
@@ -755,11 +930,36 @@ cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_
         _tile_any(w, sj, dj, kdone, p.k_ss, p.k_ds, jdone, j1 - j0, p.inner_ss, p.inner_ds)
 
 
+cdef inline void _group_offsets(int nd, const int64_t* n, const int64_t* st, int64_t* out) noexcept nogil:
+    # out[i] = byte offset of element i of a group of nd dimensions (fastest first).
+    cdef int64_t cnt = 1, r, q
+    cdef int i
+    out[0] = 0
+    for i in range(nd):
+        for r in range(1, n[i]):
+            for q in range(cnt):
+                out[r * cnt + q] = out[q] + r * st[i]
+        cnt *= n[i]
+
+
+cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
+    """One J x K block (MODE_BLOCK) at the given outer offsets."""
+    # bjtot, bktot <= BLOCK_GROUP (checked by the planner): 2 x 8 KiB of tables.
+    cdef int64_t js[BLOCK_GROUP]
+    cdef int64_t kd[BLOCK_GROUP]
+    _group_offsets(p.bnj, p.bjn, p.bjs, js)
+    _group_offsets(p.bnk, p.bkn, p.bkd, kd)
+    dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines)
+
+
 cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
                int64_t j0, int64_t j1) noexcept nogil:
     """Copy elements j0..j1 of the innermost dimension at outer offsets (so, do_)."""
     cdef int w = p.width
     cdef int64_t n = j1 - j0
+    if p.mode == MODE_BLOCK:
+        _block(p, s + so, d + do_)
+        return
     if p.mode == MODE_NIBBLE:
         _nibble_row(p, <const uint8_t*>s, <uint8_t*>d,
                     so + j0 * p.inner_ss, do_ + j0 * p.inner_ds, n, p.inner_ss, p.inner_ds)
@@ -1098,6 +1298,122 @@ def _run_dims(block, int side):
     return stage, run, outer
 
 
+# Whether the planner may choose MODE_BLOCK (a private switch, so that a
+# benchmark can time the same layout through the tile path in one process).
+_BLOCK = True
+
+
+def _take_group(dims, int stride_side, int64_t unit, int64_t limit, first):
+    """Pop a group of dims whose strides on one side run contiguously.
+
+    Starting from ``first`` (or the dim whose stride is ``unit``), take the dim
+    whose stride on ``stride_side`` (1 source, 2 destination) equals ``unit``
+    times the elements taken so far, while at most ``limit`` elements; a dim
+    that does not fit whole is split by its largest divisor that does (the
+    rest stays in ``dims``).  Returns (group, elements).
+    """
+    group = []
+    total = 1
+    while True:
+        if first is not None:
+            n, a, b = first
+            first = None
+        else:
+            want = unit * total
+            for i, t in enumerate(dims):
+                if t[stride_side] == want:
+                    n, a, b = dims.pop(i)
+                    break
+            else:
+                break
+        room = limit // total
+        if n > room:
+            c = room
+            while c > 1 and n % c:
+                c -= 1
+            if c > 1:
+                group.append((c, a, b))
+                dims.append((n // c, a * c, b * c))
+                total *= c
+            else:
+                dims.append((n, a, b))
+            break
+        group.append((n, a, b))
+        total *= n
+    return group, total
+
+
+def _rows_per_set(group, int side, int64_t rows):
+    """How many of ``rows`` consecutive group elements share an L1 set (4 KiB period)."""
+    g = 4096
+    for t in group:
+        g = math.gcd(g, t[side])
+    return rows * g // 4096
+
+
+cdef bint _init_block(plan_t* p, merged, int64_t width) except -1:
+    """Plan MODE_BLOCK if the layout has a source-contiguous group K and a
+    destination-contiguous group J that are both long enough and at least one
+    of them spans several dimensions (or a split one); else change nothing."""
+    cdef int i
+    dims = list(merged)
+    inner = dims.pop()
+    # J starts at the destination's unit-stride dimension (the innermost).
+    if inner[2] != width or any(b == 0 for n, a, b in merged):
+        return False
+    kgroup, ktot = _take_group(dims, 1, width, BLOCK_GROUP, None)
+    if ktot < 8:
+        return False
+    jgroup, jtot = _take_group(dims, 2, width, min(BLOCK_GROUP, BLOCK_ELEMS // ktot), inner)
+    # Two single dimensions are a plain 2-D transpose: the tile path does those.
+    if jtot < 8 or (len(kgroup) == 1 and len(jgroup) == 1):
+        return False
+    dims.sort(key=lambda t: (t[2], t[1]), reverse=True)
+    p.mode = MODE_BLOCK
+    p.bnj = len(jgroup)
+    p.bnk = len(kgroup)
+    for i, (n, a, b) in enumerate(jgroup):
+        p.bjn[i] = n
+        p.bjs[i] = a
+    for i, (n, a, b) in enumerate(kgroup):
+        p.bkn[i] = n
+        p.bkd[i] = b
+    p.bjtot = jtot
+    p.bktot = ktot
+    # When consecutive k rows are adjacent in the destination (the first K
+    # dimension's stride is the whole J run) and short (a band of 4-line-tall
+    # tiles covers 256 * jtot <= 16 KiB, in L1 while its j tiles fill it),
+    # tiles of 4 source lines by 16 j read each source row in longer bursts.
+    # Otherwise every k row is its own write stream: keep tiles one line tall.
+    p.blines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 else 1
+    # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
+    # tile's rows would put more than 8 lines in one set.
+    p.bsstage = _rows_per_set(jgroup, 1, 64 // p.blines) > 8
+    # Wider elements write 4 or 2 destination rows per micro-block, which the
+    # store path absorbs (staging them measured slower).
+    p.bdstage = width <= 2 and _rows_per_set(kgroup, 2, 64 * p.blines // width) > 8
+    p.nouter = len(dims)
+    outer_count = 1
+    for i, (n, a, b) in enumerate(dims):
+        p.on[i] = n
+        p.oss[i] = a
+        p.ods[i] = b
+        outer_count *= n
+    p.outer_count = outer_count
+    p.inner_n = jtot
+    p.inner_ss = jgroup[0][1]
+    p.inner_ds = width
+    p.k_n = ktot
+    p.k_ss = width
+    p.k_ds = kgroup[0][2]
+    p.seg_len = jtot
+    p.nseg = 1
+    p.ntasks = outer_count
+    p.dst_bytes = outer_count * jtot * ktot * width
+    p.stream = 0
+    return True
+
+
 def _staged_split(dims, int side):
     """Split dims (n, src, dst strides in elements) for staging, or None.
 
@@ -1238,6 +1554,8 @@ cdef class Plan:
             p.mode = MODE_MEMCPY
         elif inner_ss == 0:
             p.mode = MODE_FILL
+        elif _BLOCK and _init_block(p, merged, width):
+            return
         else:
             p.mode = MODE_STRIDED
             # Transposition: another dimension is the source's fastest.
@@ -1328,8 +1646,9 @@ cdef class Plan:
     def describe(self):
         """A dict describing the plan (for tests and the benchmark)."""
         names = {MODE_MEMCPY: "memcpy", MODE_FILL: "fill", MODE_STRIDED: "strided",
-                 MODE_TILE: "tile", MODE_NIBBLE: "nibble", MODE_INTERLEAVE: "interleave"}
-        return {
+                 MODE_TILE: "tile", MODE_NIBBLE: "nibble", MODE_INTERLEAVE: "interleave",
+                 MODE_BLOCK: "block"}
+        info = {
             "mode": "staged" if self.staged else names[self.p.mode],
             "width": self.p.width,
             "outer": [(self.p.on[i], self.p.oss[i], self.p.ods[i]) for i in range(self.p.nouter)],
@@ -1342,6 +1661,15 @@ cdef class Plan:
             "both_nibbles": bool(self.both),
             "whole_bytes": bool(self.whole_bytes),
         }
+        if self.p.mode == MODE_BLOCK:
+            # J: (size, source stride) fastest first; K: (size, destination stride).
+            info["block"] = {
+                "j": [(self.p.bjn[i], self.p.bjs[i]) for i in range(self.p.bnj)],
+                "k": [(self.p.bkn[i], self.p.bkd[i]) for i in range(self.p.bnk)],
+                "staged": (bool(self.p.bsstage), bool(self.p.bdstage)),
+                "lines": self.p.blines,
+            }
+        return info
 
 
 # ---------------------------------------------------------------------------------------

@@ -177,3 +177,112 @@ def test_gather_into_out_that_aliases_the_buffer(dtype, threads):
     got = ds.gather(base, desc, out=out)
     assert got is out
     assert np.array_equal(out, expect)
+
+
+# -- the blocked transpose (plan mode "block") ------------------------------------------------
+#
+# Layouts whose source-contiguous run and destination-contiguous run each span
+# several dimensions (a scrambled dimension order) are copied in J x K blocks
+# through per-block offset tables.  Cases (sizes, source strides or a layout
+# order, all in elements) cover: ragged group sizes (not multiples of a
+# micro-block or a tile), groups that hit the size limit and split a dimension,
+# source rows a multiple of 4 KiB apart (staged source), destination rows a
+# multiple of 4 KiB apart (staged destination for 1- and 2-byte elements),
+# and a broadcast outer dimension.
+# (name, sizes, layout order or element strides, gather plan is "block", scatter plan is "block")
+BLOCK_CASES = [
+    ("perm8d", (2, 3, 5, 2, 3, 17, 4, 3), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
+    ("perm8d_pow2", (2, 4, 8, 2, 4, 16, 4, 8), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
+    ("perm5d", (3, 7, 6, 5, 11), (1, 4, 0, 3, 2), True, False),
+    ("perm4d_wide", (2, 9, 13, 70), (2, 0, 3, 1), True, True),
+    # A source-contiguous run of 2000 exceeds the group limit: it is split.
+    ("split_k", (3, 50, 40, 9, 2), (3, 0, 4, 1, 2), True, True),
+    # Rows of the destination-contiguous group 4096 elements apart in the
+    # strided tensor: staged source lines (gather), staged destination rows
+    # for 1- and 2-byte elements (scatter).
+    ("page_rows", (2, 9, 6, 5), [4096 * 40, 1, 4096 * 6, 4096], True, True),
+    ("page_rows_ragged", (2, 11, 7, 13), [4096 * 120, 1, 4096 * 14, 4096], True, True),
+    # A broadcast (zero-stride) outer dimension in front of a scrambled order.
+    ("broadcast_outer", (3, 2, 9, 13, 70), [0, 9 * 70, 1, 9 * 70 * 2, 9], True, False),
+    # A regression: the destination's innermost stride is 2 elements, so no
+    # destination-contiguous group exists and scatter must not block.
+    ("stepped_inner", (8, 2, 4), [2, 65, 16], False, False),
+]
+
+
+def _elem_strides(dtype, sizes, spec):
+    if isinstance(spec, tuple):
+        return list(ds.BufferTensorDesc.from_layout(dtype, sizes, spec).effective_strides)
+    return list(spec)
+
+
+def _block_desc(dtype, sizes, spec):
+    strides = _elem_strides(dtype, sizes, spec)
+    return ds.BufferTensorDesc(dtype, sizes, strides=strides), strides
+
+
+def _view(buf, dt, sizes, strides):
+    return np.ndarray(sizes, dt, buffer=buf, strides=[s * dt.itemsize for s in strides])
+
+
+def _plan(sizes, src, dst, width):
+    return _engine.Plan(sizes, src, dst, width * 8).describe()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
+                         ids=[c[0] for c in BLOCK_CASES])
+def test_block_transpose_gather_scatter(dtype, name, sizes, spec, gather_block, scatter_block, threads):
+    desc, strides = _block_desc(dtype, sizes, spec)
+    dt = np.dtype(dtype)
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    assert (_plan(sizes, strides, packed, dt.itemsize)["mode"] == "block") == gather_block
+    assert (_plan(sizes, packed, strides, dt.itemsize)["mode"] == "block") == scatter_block
+    buf = _random_buffer(desc.total_tensor_size_in_bytes + 24, len(name))
+    got = ds.gather(buf, desc)
+    assert got.tobytes() == _view(buf, dt, sizes, strides).copy().tobytes()
+    if name == "broadcast_outer":
+        return  # an overlapping destination cannot be scattered to
+    values = _view(_random_buffer(desc.total_tensor_size_in_bytes, 5), dt, sizes, strides).copy()
+    out = bytearray(buf.tobytes())
+    ds.scatter(values, desc, out)
+    expect = buf.copy()
+    _view(expect, dt, sizes, strides)[...] = values
+    assert bytes(out) == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_block_transpose_between_two_scrambled_orders(dtype, threads):
+    sizes = (3, 2, 9, 5, 4, 6)
+    src_desc, s = _block_desc(dtype, sizes, (2, 0, 5, 3, 1, 4))
+    dst_desc, d = _block_desc(dtype, sizes, (4, 1, 3, 0, 5, 2))
+    dt = np.dtype(dtype)
+    assert _plan(sizes, s, d, dt.itemsize)["mode"] == "block"
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 1)
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 16, 2).tobytes())
+    expect = np.frombuffer(bytes(dst), np.uint8).copy()
+    _view(expect, dt, sizes, d)[...] = _view(src, dt, sizes, s)
+    ds.copy_tensor(src, src_desc, dst, dst_desc)
+    assert bytes(dst) == expect.tobytes()
+
+
+def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
+    seen = set()
+    for name, sizes, spec, _, _ in BLOCK_CASES:
+        for dtype in WIDTH_DTYPES:
+            _, strides = _block_desc(dtype, sizes, spec)
+            packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+            w = np.dtype(dtype).itemsize
+            for plan in (_plan(sizes, strides, packed, w), _plan(sizes, packed, strides, w)):
+                if plan["mode"] == "block":
+                    src_staged, dst_staged = plan["block"]["staged"]
+                    seen.add(("source staged", src_staged))
+                    seen.add(("destination staged", dst_staged))
+                    seen.add(("lines", plan["block"]["lines"]))
+                    # A split dimension: a group member that is not a whole dimension.
+                    whole = set(sizes)
+                    if any(n not in whole for n, _ in plan["block"]["j"] + plan["block"]["k"]):
+                        seen.add("split")
+    assert seen == {("source staged", True), ("source staged", False),
+                    ("destination staged", True), ("destination staged", False), "split",
+                    ("lines", 1), ("lines", 4)}
