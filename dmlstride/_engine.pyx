@@ -1817,6 +1817,7 @@ cdef extern from *:
     size_t dmls_cache_limit
     size_t dmls_cache_bytes
     int dmls_cache_hit
+    size_t DMLS_CACHE_MIN
 
 cdef extern from "numpy/arrayobject.h":
     object PyDataMem_SetHandler(object handler)
@@ -1830,6 +1831,18 @@ cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims, int type_num, bint* fre
     ``fresh`` is set when the memory is newly allocated (not a reused block):
     its pages fault in, zeroed by the kernel, on first write.
     """
+    # Outputs too small to be cached skip the handler switch (two context
+    # variable updates, which would double the cost of a tiny gather).
+    cdef int64_t nbytes = cnp.PyDataType_ELSIZE(cnp.PyArray_DescrFromType(type_num))
+    cdef int i
+    for i in range(nd):
+        if dims[i] >= <cnp.npy_intp>DMLS_CACHE_MIN or nbytes >= <int64_t>DMLS_CACHE_MIN:
+            nbytes = DMLS_CACHE_MIN
+            break
+        nbytes *= dims[i]
+    if nbytes < <int64_t>DMLS_CACHE_MIN:
+        fresh[0] = True
+        return cnp.PyArray_EMPTY(nd, dims, type_num, 0)
     old = PyDataMem_SetHandler(_OUTPUT_HANDLER)
     try:
         dmls_cache_hit = 0
