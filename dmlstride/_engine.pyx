@@ -12,12 +12,18 @@ A :class:`Plan` is built once per (source layout, destination layout) pair:
 * neighbours contiguous in both operands are merged;
 * the innermost dimension is classified: contiguous in both (``memcpy``), a
   zero source stride (fill), a transposition (the source's fastest dimension is
-  another one: 2-D tiles sized for L1), or plain strided;
+  another one: 2-D tiles sized for L1 with SSE2 register micro-transposes, or
+  SSE2 shuffles for 2-4 interleaved channels), or plain strided;
 * a transposition whose source-contiguous run (group K) and destination-
   contiguous run (group J) span several dimensions, as in a scrambled
   dimension order, is copied in J x K blocks (``block``: one task per block,
   offset tables for the rows of each group);
-* 4-bit types take the nibble path.
+* 4-bit types packed in some memory order go through byte staging blocks
+  (unpack, a byte plan, pack; nibbles on one side or on both); other 4-bit
+  layouts take the element-wise nibble path.
+
+Gather outputs are allocated through a numpy memory handler that keeps freed
+output blocks for reuse (``set_output_cache``).
 
 Work is a flat range of tasks (outer index x segment of the innermost
 dimension) that threads split into disjoint destination slabs.

@@ -26,6 +26,15 @@ def cache():
     ds.set_output_cache(old)
 
 
+def _run_python(args, tmp_path, **env):
+    """Run the interpreter from an unrelated directory, importing this dmlstride."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ds.__file__)))
+    full = {**os.environ, **env}
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, full.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=full, capture_output=True,
+                          text=True, timeout=120)
+
+
 def _source(nbytes, seed):
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 
@@ -198,15 +207,15 @@ def test_non_integer_limits_are_refused(value):
 
 
 @pytest.mark.parametrize("env,limit", [("0", 0), ("1048576", MIB), ("junk", 256 * MIB), ("-5", 256 * MIB)])
-def test_environment_sets_the_default_limit(env, limit):
-    code = "import dmlstride as ds; print(ds.output_cache_info()[1])"
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "DMLSTRIDE_OUTPUT_CACHE": env})
+def test_environment_sets_the_default_limit(env, limit, tmp_path):
+    res = _run_python(["-c", "import dmlstride as ds; print(ds.output_cache_info()[1])"], tmp_path,
+                      DMLSTRIDE_OUTPUT_CACHE=env)
+    assert res.returncode == 0, res.stderr
     assert int(res.stdout) == limit
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_uses_and_frees_outputs(cache):
+def test_a_forked_child_uses_and_frees_outputs(cache, tmp_path):
     buf, desc, expect = _transposed(1024, 512)
     out = ds.gather(buf, desc)
     del out  # one block cached in the parent, inherited by the child
@@ -222,5 +231,5 @@ def test_a_forked_child_uses_and_frees_outputs(cache):
         "_, status = os.waitpid(pid, 0)\n"
         "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
-    res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    res = _run_python(["-W", "ignore", "-c", code], tmp_path)
     assert res.returncode == 0, res.stderr
