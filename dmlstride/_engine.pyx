@@ -184,35 +184,37 @@ cdef extern from *:
         _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                     \\
             _mm_storeu_si128((__m128i *)(d + i_ * dk), x[i_]); } while (0)
 
+    /* The register transposes of an N x N micro-block, N = 16 / W: x holds
+       the N source rows; the result is in x (W = 1, 4) or y (W = 2, 8). */
+    #define DMLS_T1(x, y) do {                                                    \\
+        DMLS_STAGE(x, y, 16, 1, _mm_unpacklo_epi8, _mm_unpackhi_epi8);             \\
+        DMLS_STAGE(y, x, 16, 2, _mm_unpacklo_epi16, _mm_unpackhi_epi16);           \\
+        DMLS_STAGE(x, y, 16, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);           \\
+        DMLS_STAGE(y, x, 16, 8, _mm_unpacklo_epi64, _mm_unpackhi_epi64); } while (0)
+    #define DMLS_T2(x, y) do {                                                    \\
+        DMLS_STAGE(x, y, 8, 1, _mm_unpacklo_epi16, _mm_unpackhi_epi16);            \\
+        DMLS_STAGE(y, x, 8, 2, _mm_unpacklo_epi32, _mm_unpackhi_epi32);            \\
+        DMLS_STAGE(x, y, 8, 4, _mm_unpacklo_epi64, _mm_unpackhi_epi64); } while (0)
+    #define DMLS_T4(x, y) do {                                                    \\
+        DMLS_STAGE(x, y, 4, 1, _mm_unpacklo_epi32, _mm_unpackhi_epi32);            \\
+        DMLS_STAGE(y, x, 4, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64); } while (0)
+    #define DMLS_T8(x, y) DMLS_STAGE(x, y, 2, 1, _mm_unpacklo_epi64, _mm_unpackhi_epi64)
+
     static inline void dmls_micro1(const char *s, int64_t sj, char *d, int64_t dk) {
         __m128i x[16], y[16];
-        DMLS_LOAD(x, 16);
-        DMLS_STAGE(x, y, 16, 1, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
-        DMLS_STAGE(y, x, 16, 2, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
-        DMLS_STAGE(x, y, 16, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(y, x, 16, 8, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_STORE(x, 16);
+        DMLS_LOAD(x, 16); DMLS_T1(x, y); DMLS_STORE(x, 16);
     }
     static inline void dmls_micro2(const char *s, int64_t sj, char *d, int64_t dk) {
         __m128i x[8], y[8];
-        DMLS_LOAD(x, 8);
-        DMLS_STAGE(x, y, 8, 1, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
-        DMLS_STAGE(y, x, 8, 2, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(x, y, 8, 4, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_STORE(y, 8);
+        DMLS_LOAD(x, 8); DMLS_T2(x, y); DMLS_STORE(y, 8);
     }
     static inline void dmls_micro4(const char *s, int64_t sj, char *d, int64_t dk) {
         __m128i x[4], y[4];
-        DMLS_LOAD(x, 4);
-        DMLS_STAGE(x, y, 4, 1, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(y, x, 4, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_STORE(x, 4);
+        DMLS_LOAD(x, 4); DMLS_T4(x, y); DMLS_STORE(x, 4);
     }
     static inline void dmls_micro8(const char *s, int64_t sj, char *d, int64_t dk) {
         __m128i x[2], y[2];
-        DMLS_LOAD(x, 2);
-        DMLS_STAGE(x, y, 2, 1, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_STORE(y, 2);
+        DMLS_LOAD(x, 2); DMLS_T8(x, y); DMLS_STORE(y, 2);
     }
 
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
@@ -472,33 +474,19 @@ cdef extern from *:
     /* sr[i] + ko: source row j + i at k; dr[i] + jo: destination row k + i at j. */
     static inline void dmls_pmicro1(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
         __m128i x[16], y[16];
-        DMLS_PLOAD(x, 16);
-        DMLS_STAGE(x, y, 16, 1, _mm_unpacklo_epi8, _mm_unpackhi_epi8);
-        DMLS_STAGE(y, x, 16, 2, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
-        DMLS_STAGE(x, y, 16, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(y, x, 16, 8, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_PSTORE(x, 16);
+        DMLS_PLOAD(x, 16); DMLS_T1(x, y); DMLS_PSTORE(x, 16);
     }
     static inline void dmls_pmicro2(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
         __m128i x[8], y[8];
-        DMLS_PLOAD(x, 8);
-        DMLS_STAGE(x, y, 8, 1, _mm_unpacklo_epi16, _mm_unpackhi_epi16);
-        DMLS_STAGE(y, x, 8, 2, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(x, y, 8, 4, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_PSTORE(y, 8);
+        DMLS_PLOAD(x, 8); DMLS_T2(x, y); DMLS_PSTORE(y, 8);
     }
     static inline void dmls_pmicro4(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
         __m128i x[4], y[4];
-        DMLS_PLOAD(x, 4);
-        DMLS_STAGE(x, y, 4, 1, _mm_unpacklo_epi32, _mm_unpackhi_epi32);
-        DMLS_STAGE(y, x, 4, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_PSTORE(x, 4);
+        DMLS_PLOAD(x, 4); DMLS_T4(x, y); DMLS_PSTORE(x, 4);
     }
     static inline void dmls_pmicro8(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) {
         __m128i x[2], y[2];
-        DMLS_PLOAD(x, 2);
-        DMLS_STAGE(x, y, 2, 1, _mm_unpacklo_epi64, _mm_unpackhi_epi64);
-        DMLS_PSTORE(y, 2);
+        DMLS_PLOAD(x, 2); DMLS_T8(x, y); DMLS_PSTORE(y, 2);
     }
     #endif
     static inline void dmls_block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
