@@ -1153,23 +1153,27 @@ cdef inline void _pack(const uint8_t* src, int64_t n, uint8_t* d, int64_t nib0) 
         q[pairs] = <uint8_t>((q[pairs] & 0xF0) | (src[n - 1] & 0x0F))
 
 
+cdef inline void _block_offsets(const plan_t* p, int64_t blk, int64_t* so, int64_t* do_) noexcept nogil:
+    """Source and destination offsets of staged block ``blk`` (outer dims in p.on/oss/ods)."""
+    cdef int64_t rem = blk, ix
+    cdef int i = p.nouter - 1
+    so[0] = 0
+    do_[0] = 0
+    while i >= 0:
+        ix = rem % p.on[i]
+        rem = rem // p.on[i]
+        so[0] += ix * p.oss[i]
+        do_[0] += ix * p.ods[i]
+        i -= 1
+
+
 cdef void _run_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
                       int64_t b0, int64_t b1) noexcept nogil:
     """Blocks b0..b1 of a staged 4-bit copy (outer dims in p.on/oss/ods)."""
     cdef uint8_t stage[STAGE_ELEMS]
-    cdef int64_t blk, rem, so, do_, ix
-    cdef int i
+    cdef int64_t blk, so, do_
     for blk in range(b0, b1):
-        rem = blk
-        so = 0
-        do_ = 0
-        i = p.nouter - 1
-        while i >= 0:
-            ix = rem % p.on[i]
-            rem = rem // p.on[i]
-            so += ix * p.oss[i]
-            do_ += ix * p.ods[i]
-            i -= 1
+        _block_offsets(p, blk, &so, &do_)
         if p.src_nibble:
             _unpack(<const uint8_t*>s, so, p.inner_n, stage, p.sign_extend)
             _run_tasks(sub, <const char*>stage, d + do_, 0, sub.ntasks)
@@ -1227,19 +1231,9 @@ cdef void _run_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sru
     destination order, pack the destination runs."""
     cdef uint8_t stage[STAGE_ELEMS]
     cdef uint8_t stage2[STAGE_ELEMS]
-    cdef int64_t blk, rem, so, do_, ix
-    cdef int i
+    cdef int64_t blk, so, do_
     for blk in range(b0, b1):
-        rem = blk
-        so = 0
-        do_ = 0
-        i = p.nouter - 1
-        while i >= 0:
-            ix = rem % p.on[i]
-            rem = rem // p.on[i]
-            so += ix * p.oss[i]
-            do_ += ix * p.ods[i]
-            i -= 1
+        _block_offsets(p, blk, &so, &do_)
         _runs(sruns, stage, <uint8_t*>s, so, True)
         _run_tasks(sub, <const char*>stage, <char*>stage2, 0, sub.ntasks)
         _runs(druns, stage2, <uint8_t*>d, do_, False)
