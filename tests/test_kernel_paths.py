@@ -121,6 +121,17 @@ def _nibble_copy_reference(src, src_desc, dst, dst_desc):
     return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
 
 
+def _check_staged_four_bit_copy(src_desc, dst_desc, src_extra, dst_extra, seeds):
+    """copy_tensor takes the staged path and leaves exactly the reference bytes (guards included)."""
+    plan = _engine.Plan(src_desc.sizes, src_desc.effective_strides, dst_desc.effective_strides, 4)
+    assert plan.describe()["mode"] == "staged"
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes + src_extra, seeds[0])
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_extra, seeds[1]).tobytes())
+    expect = _nibble_copy_reference(src, src_desc, dst, dst_desc)
+    ds.copy_tensor(src, src_desc, dst, dst_desc)
+    assert bytes(dst) == expect
+
+
 # (sizes, source order, destination order, destination strides) with nibbles on
 # both sides: the staged path unpacks source runs, reorders them as bytes and
 # packs destination runs.  Orders are axes from slowest to fastest.
@@ -142,13 +153,7 @@ def test_four_bit_copy_with_nibbles_on_both_sides(dtype, sizes, src_order, dst_o
                                                   threads):
     src_desc = ds.BufferTensorDesc(dtype, sizes, strides=ds.calculate_strides(src_order, sizes))
     dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=dst_strides or ds.calculate_strides(dst_order, sizes))
-    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 4)
-    assert plan.describe()["mode"] == "staged"
-    src = _random_buffer(src_desc.total_tensor_size_in_bytes + 8, sum(sizes))
-    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 8, 7).tobytes())
-    expect = _nibble_copy_reference(src, src_desc, dst, dst_desc)
-    ds.copy_tensor(src, src_desc, dst, dst_desc)
-    assert bytes(dst) == expect
+    _check_staged_four_bit_copy(src_desc, dst_desc, src_extra=8, dst_extra=8, seeds=(sum(sizes), 7))
 
 
 @pytest.mark.parametrize("dtype", ["uint4", "int4"])
@@ -157,13 +162,7 @@ def test_four_bit_copy_from_a_padded_source(dtype, threads):
     sizes = (2, 3, 31, 45)
     src_desc = ds.BufferTensorDesc(dtype, sizes, strides=(9000, 3000, 96, 1))
     dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=ds.calculate_strides("NHWC", sizes))
-    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 4)
-    assert plan.describe()["mode"] == "staged"
-    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 5)
-    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 3, 6).tobytes())
-    expect = _nibble_copy_reference(src, src_desc, dst, dst_desc)
-    ds.copy_tensor(src, src_desc, dst, dst_desc)
-    assert bytes(dst) == expect
+    _check_staged_four_bit_copy(src_desc, dst_desc, src_extra=0, dst_extra=3, seeds=(5, 6))
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
