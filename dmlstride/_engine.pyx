@@ -1012,6 +1012,21 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
             _strided[uint64_t](NULL, s, d, n, p.inner_ss, p.inner_ds)
 
 
+cdef inline void _next_outer(const plan_t* p, int64_t* idx, int64_t* so, int64_t* do_) noexcept nogil:
+    """Advance the outer-dimension odometer ``idx`` (dims in p.on/oss/ods) and both offsets."""
+    cdef int i = p.nouter - 1
+    while i >= 0:
+        idx[i] += 1
+        so[0] += p.oss[i]
+        do_[0] += p.ods[i]
+        if idx[i] < p.on[i]:
+            return
+        so[0] -= p.on[i] * p.oss[i]
+        do_[0] -= p.on[i] * p.ods[i]
+        idx[i] = 0
+        i -= 1
+
+
 cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_t t1) noexcept nogil:
     """Run tasks t0..t1 (task = outer index * nseg + segment) with an odometer."""
     cdef int64_t idx[MAXD]
@@ -1040,17 +1055,7 @@ cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_
         seg += 1
         if seg == p.nseg:
             seg = 0
-            i = p.nouter - 1
-            while i >= 0:
-                idx[i] += 1
-                so += p.oss[i]
-                do_ += p.ods[i]
-                if idx[i] < p.on[i]:
-                    break
-                so -= p.on[i] * p.oss[i]
-                do_ -= p.on[i] * p.ods[i]
-                idx[i] = 0
-                i -= 1
+            _next_outer(p, idx, &so, &do_)
     if p.stream:
         dmls_store_fence()
 
@@ -1210,17 +1215,7 @@ cdef void _runs(const plan_t* r, uint8_t* stage, uint8_t* buf, int64_t nib0, bin
             _unpack(buf, nib0 + o, r.inner_n, stage + so, 0)
         else:
             _pack(stage + so, r.inner_n, buf, nib0 + o)
-        i = r.nouter - 1
-        while i >= 0:
-            idx[i] += 1
-            so += r.oss[i]
-            o += r.ods[i]
-            if idx[i] < r.on[i]:
-                break
-            so -= r.on[i] * r.oss[i]
-            o -= r.on[i] * r.ods[i]
-            idx[i] = 0
-            i -= 1
+        _next_outer(r, idx, &so, &o)
 
 
 cdef void _run_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
