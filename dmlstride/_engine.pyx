@@ -1234,16 +1234,16 @@ cdef void _run_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sru
         _runs(druns, stage2, <uint8_t*>d, do_, False)
 
 
-cdef int _set_runs(plan_t* r, int64_t run, outer) except -1:
-    r.inner_n = run
-    r.nouter = len(outer)
-    r.outer_count = 1
+cdef int64_t _set_outer(plan_t* p, outer) except -1:
+    """Store the outer dims (n, source stride, destination stride) in ``p``; return their count."""
+    p.nouter = len(outer)
+    p.outer_count = 1
     for i, (n, a, b) in enumerate(outer):
-        r.on[i] = n
-        r.oss[i] = a
-        r.ods[i] = b
-        r.outer_count *= n
-    return 0
+        p.on[i] = n
+        p.oss[i] = a
+        p.ods[i] = b
+        p.outer_count *= n
+    return p.outer_count
 
 
 cdef void _execute_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
@@ -1375,14 +1375,7 @@ cdef bint _init_block(plan_t* p, merged, int64_t width) except -1:
     # Wider elements write 4 or 2 destination rows per micro-block, which the
     # store path absorbs (staging them measured slower).
     p.bdstage = width <= 2 and _rows_per_set(kgroup, 2, 64 * p.blines // width) > 8
-    p.nouter = len(dims)
-    outer_count = 1
-    for i, (n, a, b) in enumerate(dims):
-        p.on[i] = n
-        p.oss[i] = a
-        p.ods[i] = b
-        outer_count *= n
-    p.outer_count = outer_count
+    outer_count = _set_outer(p, dims)
     p.inner_n = jtot
     p.inner_ss = jgroup[0][1]
     p.inner_ds = width
@@ -1558,17 +1551,10 @@ cdef class Plan:
                     p.mode = MODE_INTERLEAVE
                     p.k_n, p.k_ss, p.k_ds = inner_n, inner_ss, inner_ds
                     inner_n, inner_ss, inner_ds = n, a, b
-        p.nouter = len(outer)
-        outer_count = 1
-        for i, (n, a, b) in enumerate(outer):
-            p.on[i] = n
-            p.oss[i] = a
-            p.ods[i] = b
-            outer_count *= n
+        outer_count = _set_outer(p, outer)
         p.inner_n = inner_n
         p.inner_ss = inner_ss
         p.inner_ds = inner_ds
-        p.outer_count = outer_count
         row_elems = inner_n * p.k_n
         if p.mode == MODE_NIBBLE or row_elems <= SEGMENT_ELEMS:
             p.seg_len = inner_n
@@ -1597,8 +1583,10 @@ cdef class Plan:
             # side's order; the byte plan reorders one stage into the other.
             bsrc, srun, souter = _run_dims(block, 1)
             bdst, drun, douter = _run_dims(block, 2)
-            _set_runs(&self.sruns, srun, souter)
-            _set_runs(&self.druns, drun, douter)
+            _set_outer(&self.sruns, souter)
+            _set_outer(&self.druns, douter)
+            self.sruns.inner_n = srun
+            self.druns.inner_n = drun
             self.both = True
             # Blocks start, and destination runs start and end, on even nibbles.
             self.whole_bytes = drun % 2 == 0 and all(
@@ -1606,14 +1594,7 @@ cdef class Plan:
         sub = Plan(bsizes, bsrc, bdst, 8)
         self.sub = sub.p
         self.staged = True
-        p.nouter = len(outer)
-        count = 1
-        for i, (n, a, b) in enumerate(outer):
-            p.on[i] = n
-            p.oss[i] = a
-            p.ods[i] = b
-            count *= n
-        p.outer_count = count
+        count = _set_outer(p, outer)
         p.inner_n = elems
         p.inner_ss = 1
         p.inner_ds = 1
