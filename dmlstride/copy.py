@@ -414,24 +414,23 @@ def output_cache_info() -> tuple[int, int]:
     return int(held), int(limit)
 
 
-def _default_output_cache() -> int:
-    env = os.environ.get("DMLSTRIDE_OUTPUT_CACHE", "").strip()
+def _env_int(name: str) -> int | None:
+    """The environment variable ``name`` as an int, or None when unset or not an int."""
     try:
-        n = int(env)
+        return int(os.environ.get(name, "").strip())
     except ValueError:
-        return DEFAULT_OUTPUT_CACHE
-    return n if 0 <= n <= sys.maxsize else DEFAULT_OUTPUT_CACHE
+        return None
+
+
+def _default_output_cache() -> int:
+    n = _env_int("DMLSTRIDE_OUTPUT_CACHE")
+    return n if n is not None and 0 <= n <= sys.maxsize else DEFAULT_OUTPUT_CACHE
 
 
 def _default_threads() -> int:
-    env = os.environ.get("DMLSTRIDE_NUM_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n >= 1:
-            return n
+    n = _env_int("DMLSTRIDE_NUM_THREADS")
+    if n is not None and n >= 1:
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
