@@ -425,10 +425,10 @@ def _sections(results: list[Result], targets: list[Target], md: bool) -> list[tu
     if layout:
         # A copy cannot beat memcpy of the same bytes, so memcpy / best numpy
         # bounds the speed-up any implementation could show on each case.
-        body = [[r.row.name, f"{r.speedup:.2f}x", f"{r.gbps(C.MEMCPY) / r.best_numpy:.2f}x",
-                 f"{r.of_memcpy:.2f}"] for r in layout]
         speedups = [r.speedup for r in layout]
         ceilings = [r.gbps(C.MEMCPY) / r.best_numpy for r in layout]
+        body = [[r.row.name, f"{s:.2f}x", f"{c:.2f}x", f"{r.of_memcpy:.2f}"]
+                for r, s, c in zip(layout, speedups, ceilings)]
         body.append([f"geometric mean ({len(layout)} cases)", f"{C.geometric_mean(speedups):.2f}x",
                      f"{C.geometric_mean(ceilings):.2f}x",
                      f"{C.geometric_mean([r.of_memcpy for r in layout]):.2f}"])
