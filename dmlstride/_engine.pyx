@@ -1807,6 +1807,7 @@ cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims, int type_num, bint* fre
     if nbytes < <int64_t>DMLS_CACHE_MIN:
         fresh[0] = True
         return cnp.PyArray_EMPTY(nd, dims, type_num, 0)
+    global dmls_cache_hit
     old = PyDataMem_SetHandler(_OUTPUT_HANDLER)
     try:
         dmls_cache_hit = 0

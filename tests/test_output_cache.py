@@ -69,6 +69,22 @@ def test_freed_output_is_kept_and_reused(cache):
     np.testing.assert_array_equal(again, expect2)
 
 
+def test_new_output_says_whether_its_memory_is_new(cache):
+    # The engine writes new memory with ordinary stores (its pages fault in
+    # through the cache anyway) and reused blocks with streaming stores.
+    from dmlstride import _engine
+
+    first, fresh = _engine.new_output((1024, 512), np.uint32)
+    assert fresh
+    address = first.ctypes.data
+    del first
+    gc.collect()
+    again, fresh = _engine.new_output((1024, 512), np.uint32)
+    assert again.ctypes.data == address and not fresh
+    small, fresh = _engine.new_output((16,), np.uint32)
+    assert fresh
+
+
 def test_reused_block_is_fully_overwritten(cache):
     # A cached block that held other data never leaks into the next output.
     desc = ds.BufferTensorDesc("uint8", (2048, 1024))
