@@ -411,6 +411,116 @@ cdef extern from *:
         memcpy(d + i, s + i, (size_t)(n - i));
     }
     static void dmls_store_fence(void) { _mm_sfence(); }
+    /* Non-temporal transposes, for copies far larger than the caches: the
+       destination is written with streaming stores that skip the read for
+       ownership (a third of the memory traffic of an ordinary store), each
+       64-byte line in one burst so that it leaves the write-combining buffer
+       whole.  Same element mapping as dmls_simd_transpose. */
+
+    /* One line strip: N k rows by 64 / W j (four micro-blocks side by side),
+       each destination row's line written with four streaming stores. */
+    #define DMLS_LINE(NAME, N, TCHAIN, RES)                                         \\
+    static inline void NAME(const char *s, int64_t sj, char *d, int64_t dk) {       \\
+        __m128i o[4][N], x[N], y[N];                                                \\
+        int q, i;                                                                   \\
+        _Pragma("GCC unroll 4") for (q = 0; q < 4; q++) {                           \\
+            _Pragma("GCC unroll 16") for (i = 0; i < (N); i++)                      \\
+                x[i] = _mm_loadu_si128((const __m128i *)(s + (q * (N) + i) * sj));  \\
+            TCHAIN(x, y);                                                           \\
+            _Pragma("GCC unroll 16") for (i = 0; i < (N); i++) o[q][i] = RES[i];    \\
+        }                                                                           \\
+        _Pragma("GCC unroll 16") for (i = 0; i < (N); i++)                          \\
+        _Pragma("GCC unroll 4") for (q = 0; q < 4; q++)                             \\
+            _mm_stream_si128((__m128i *)(d + i * dk + q * 16), o[q][i]);            \\
+    }
+    DMLS_LINE(dmls_line1, 16, DMLS_T1, x)
+    DMLS_LINE(dmls_line2, 8, DMLS_T2, y)
+    DMLS_LINE(dmls_line4, 4, DMLS_T4, x)
+    DMLS_LINE(dmls_line8, 2, DMLS_T8, y)
+
+    /* Destination rows line-aligned (d and dk multiples of 64) and jn a
+       multiple of 64 / W: strips of one destination line by four source
+       lines of k.  Source rows a multiple of 4 KiB apart would share one L1
+       set while a strip walks down them: they are copied to a padded buffer
+       first.  Covers rows k < *kdone (a multiple of 16 / W) and all jn. */
+    static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                  int64_t kn, int64_t jn, int64_t *kdone) {
+        enum { SP = 256 + 16 };
+        char sst[64 * SP];
+        const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
+        const int sstaged = sj % 4096 == 0;
+        const int64_t kf = kn - kn % N;
+        int64_t jb, kb, ke, k, j;
+        for (jb = 0; jb < jn; jb += E) {
+            for (kb = 0; kb < kf; kb += TK) {
+                const char *sb = s + jb * sj;
+                int64_t ss = sj;
+                ke = kb + TK < kf ? kb + TK : kf;
+                if (sstaged) {
+                    for (j = 0; j < E; j++)
+                        memcpy(sst + j * SP, sb + j * sj + kb * W, (size_t)((ke - kb) * W));
+                    sb = sst - kb * W;
+                    ss = SP;
+                }
+                for (k = kb; k < ke; k += N) {
+                    const char *sp = sb + k * W;
+                    char *dp = d + k * dk + jb * W;
+                    switch (W) {
+                    case 1: dmls_line1(sp, ss, dp, dk); break;
+                    case 2: dmls_line2(sp, ss, dp, dk); break;
+                    case 4: dmls_line4(sp, ss, dp, dk); break;
+                    default: dmls_line8(sp, ss, dp, dk); break;
+                    }
+                }
+            }
+        }
+        *kdone = kf;
+    }
+
+    /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
+       and jn * W <= 1024): each tile of whole rows is transposed into an L1
+       buffer and streamed out as one contiguous run, whatever the
+       destination's alignment.  Covers rows k < *kdone. */
+    static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
+                               int64_t kn, int64_t jn, int64_t *kdone) {
+        enum { TB = 16384, SP = 256 + 16 };
+        char tile[TB];
+        char sst[64 * SP];
+        const int64_t N = 16 / W, row = jn * W;
+        /* TK k rows per tile: whole source lines, at most 256 bytes of k per
+           source row (so sst holds them when jn <= 64) and TB bytes out. */
+        int64_t TK = TB / row / (64 / W) * (64 / W);
+        const int sstaged = sj % 4096 == 0 && jn <= 64;
+        int64_t kf, kb, ke, k, j;
+        if (TK > 256 / W) TK = 256 / W;
+        if (TK < N) TK = N;
+        kf = kn - kn % N;
+        for (kb = 0; kb < kf; kb += TK) {
+            const char *sb = s;
+            int64_t ss = sj;
+            ke = kb + TK < kf ? kb + TK : kf;
+            if (sstaged) {
+                for (j = 0; j < jn; j++)
+                    memcpy(sst + j * SP, s + j * sj + kb * W, (size_t)((ke - kb) * W));
+                sb = sst - kb * W;
+                ss = SP;
+            }
+            for (k = kb; k < ke; k += N)
+                for (j = 0; j < jn; j += N) {
+                    const char *sp = sb + j * ss + k * W;
+                    char *dp = tile + (k - kb) * row + j * W;
+                    switch (W) {
+                    case 1: dmls_micro1(sp, ss, dp, row); break;
+                    case 2: dmls_micro2(sp, ss, dp, row); break;
+                    case 4: dmls_micro4(sp, ss, dp, row); break;
+                    default: dmls_micro8(sp, ss, dp, row); break;
+                    }
+                }
+            dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
+        }
+        *kdone = kf;
+    }
+
     #else
     #define DMLSTRIDE_HAVE_SIMD 0
     static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char *d, int64_t n) {
@@ -440,6 +550,16 @@ cdef extern from *:
         (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
         *kdone = 0;
         *jdone = 0;
+    }
+    static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                  int64_t kn, int64_t jn, int64_t *kdone) {
+        (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
+        *kdone = 0;
+    }
+    static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
+                               int64_t kn, int64_t jn, int64_t *kdone) {
+        (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn;
+        *kdone = 0;
     }
     #endif
 
@@ -488,10 +608,30 @@ cdef extern from *:
         __m128i x[2], y[2];
         DMLS_PLOAD(x, 2); DMLS_T8(x, y); DMLS_PSTORE(y, 2);
     }
+    /* As DMLS_LINE, with one pointer per row: a destination line per k row
+       (dr[i] + jo line-aligned), written with streaming stores. */
+    #define DMLS_PLINE(NAME, N, TCHAIN, RES)                                        \
+    static inline void NAME(const char *const *sr, int64_t ko, char *const *dr, int64_t jo) { \
+        __m128i o[4][N], x[N], y[N];                                                \
+        int q, i;                                                                   \
+        _Pragma("GCC unroll 4") for (q = 0; q < 4; q++) {                           \
+            _Pragma("GCC unroll 16") for (i = 0; i < (N); i++)                      \
+                x[i] = _mm_loadu_si128((const __m128i *)(sr[q * (N) + i] + ko));    \
+            TCHAIN(x, y);                                                           \
+            _Pragma("GCC unroll 16") for (i = 0; i < (N); i++) o[q][i] = RES[i];    \
+        }                                                                           \
+        _Pragma("GCC unroll 16") for (i = 0; i < (N); i++)                          \
+        _Pragma("GCC unroll 4") for (q = 0; q < 4; q++)                             \
+            _mm_stream_si128((__m128i *)(dr[i] + jo + q * 16), o[q][i]);            \
+    }
+    DMLS_PLINE(dmls_pline1, 16, DMLS_T1, x)
+    DMLS_PLINE(dmls_pline2, 8, DMLS_T2, y)
+    DMLS_PLINE(dmls_pline4, 4, DMLS_T4, x)
+    DMLS_PLINE(dmls_pline8, 2, DMLS_T8, y)
     #endif
     static inline void dmls_block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                         char *d, const int64_t *kd, int64_t kn,
-                                        int sstage, int dstage, const int64_t L) {
+                                        int sstage, int dstage, const int64_t L, int nt) {
         /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
            (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
            DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
@@ -541,6 +681,18 @@ cdef extern from *:
             {
                 const int64_t N = 16 / W;
                 nkf = nk - nk % N;
+                if (nt) {
+                    /* nj is a multiple of 64 / W (the caller's contract) */
+                    njf = nj;
+                    for (k = 0; k < nkf; k += N)
+                        for (j = 0; j < nj; j += 4 * N)
+                            switch (W) {
+                            case 1: dmls_pline1(sr + j, k, dr + k, j); break;
+                            case 2: dmls_pline2(sr + j, 2 * k, dr + k, 2 * j); break;
+                            case 4: dmls_pline4(sr + j, 4 * k, dr + k, 4 * j); break;
+                            default: dmls_pline8(sr + j, 8 * k, dr + k, 8 * j); break;
+                            }
+                } else {
                 njf = nj - nj % N;
                 for (k = 0; k < nkf; k += N)
                     for (j = 0; j < njf; j += N) {
@@ -551,6 +703,7 @@ cdef extern from *:
                         default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
                         }
                     }
+                }
             }
     #endif
             for (k = nkf; k < nk; k++)
@@ -565,14 +718,27 @@ cdef extern from *:
         }
     }
     /* lines: source lines of k per tile row (1 or 4); each value gets its
-       own copy of the loops with constant tile sizes. */
+       own copy of the loops with constant tile sizes.  nt: write whole
+       destination lines with streaming stores; the caller guarantees
+       !dstage, d + kd[k] line-aligned, and jn and the tile width
+       DMLS_BJ / lines multiples of 64 / W. */
     static void dmls_block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                                      char *d, const int64_t *kd, int64_t kn,
-                                     int sstage, int dstage, int lines) {
+                                     int sstage, int dstage, int lines, int nt) {
         if (lines == 4)
-            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4);
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4, nt);
         else
-            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1);
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1, nt);
+    }
+    /* Columns j0..j1 of a block, element by element (the edges of a
+       streamed block: columns before its first line boundary and after its
+       last). */
+    static void dmls_block_columns(int W, const char *s, const int64_t *js, int64_t j0, int64_t j1,
+                                   char *d, const int64_t *kd, int64_t kn) {
+        int64_t k, j;
+        for (k = 0; k < kn; k++)
+            for (j = j0; j < j1; j++)
+                memcpy(d + kd[k] + j * W, s + js[j] + k * W, (size_t)W);
     }
     """
     int DMLSTRIDE_HAVE_THREADS
@@ -581,6 +747,10 @@ cdef extern from *:
     int DMLSTRIDE_HAVE_SIMD
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
                              int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
+    void dmls_nt_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
+                           int64_t kn, int64_t jn, int64_t* kdone) noexcept nogil
+    void dmls_nt_contig(int W, const char* s, int64_t sj, char* d,
+                        int64_t kn, int64_t jn, int64_t* kdone) noexcept nogil
     int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
     int64_t dmls_deint3_32(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
     int64_t dmls_int3_32(const char* s0, const char* s1, const char* s2, char* d, int64_t n) noexcept nogil
@@ -590,7 +760,9 @@ cdef extern from *:
     void dmls_store_fence() noexcept nogil
     void dmls_block_transpose(int W, const char* s, const int64_t* js, int64_t jn,
                               char* d, const int64_t* kd, int64_t kn,
-                              int sstage, int dstage, int lines) noexcept nogil
+                              int sstage, int dstage, int lines, int nt) noexcept nogil
+    void dmls_block_columns(int W, const char* s, const int64_t* js, int64_t j0, int64_t j1,
+                            char* d, const int64_t* kd, int64_t kn) noexcept nogil
 
 cdef enum:
     MAXD = 8
@@ -614,8 +786,9 @@ cdef enum:
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
 # Work below this many destination bytes runs on the calling thread only.
 cdef int64_t PARALLEL_THRESHOLD = 1 << 18
-# Streaming (non-temporal) stores for contiguous runs of at least STREAM_MIN_RUN
-# bytes in copies of at least STREAM_MIN_TOTAL bytes (well past the L2/L3 sizes).
+# Streaming (non-temporal) stores in copies of at least STREAM_MIN_TOTAL bytes
+# (well past the L2/L3 sizes): for contiguous runs of at least STREAM_MIN_RUN
+# bytes, and for transposes (tile and block paths) in whole destination lines.
 cdef int64_t STREAM_MIN_RUN = 1 << 12
 cdef int64_t STREAM_MIN_TOTAL = 1 << 25
 # Target number of elements per segment of the innermost dimension.
@@ -909,19 +1082,39 @@ cdef void _tile_any(int w, const char* s, char* d, int64_t kn, int64_t kss, int6
 cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_t j1) noexcept nogil:
     """Tile path for the (k, inner) pair over inner elements j0..j1."""
     cdef int w = p.width
-    cdef int64_t kdone = 0, jdone = 0
+    cdef int64_t jn = j1 - j0
+    cdef int64_t kdone = 0, ja = 0, jb = 0, e
     cdef const char* sj = s + j0 * p.inner_ss
     cdef char* dj = d + j0 * p.inner_ds
+    # The SIMD kernels cover rows k < kdone of columns ja..jb; the rest goes
+    # through the scalar staging tile.
     if DMLSTRIDE_HAVE_SIMD and p.k_ss == w and p.inner_ds == w:
-        dmls_simd_transpose(w, sj, p.inner_ss, dj, p.k_ds, p.k_n, j1 - j0, &kdone, &jdone)
-    if kdone == p.k_n and jdone == j1 - j0:
-        return
-    # Remainders: rows k >= kdone over all j, then columns j >= jdone for k < kdone.
-    if kdone < p.k_n:
+        if p.stream and p.k_ds == jn * w and jn % (16 // w) == 0 and jn * w <= 1024:
+            # Whole destination rows back to back: one contiguous stream.
+            dmls_nt_contig(w, sj, p.inner_ss, dj, p.k_n, jn, &kdone)
+            jb = jn
+        elif p.stream and p.k_ds % 64 == 0 and (<uintptr_t>dj) % w == 0:
+            # Line-aligned strips; the columns before the first line boundary
+            # and after the last one are left to the scalar tile.
+            e = 64 // w
+            ja = <int64_t>((64 - (<uintptr_t>dj) % 64) % 64) // w
+            if ja < jn:
+                jb = ja + (jn - ja) // e * e
+            if jb > ja:
+                dmls_nt_transpose(w, sj + ja * p.inner_ss, p.inner_ss, dj + ja * w, p.k_ds,
+                                  p.k_n, jb - ja, &kdone)
+        else:
+            dmls_simd_transpose(w, sj, p.inner_ss, dj, p.k_ds, p.k_n, jn, &kdone, &jb)
+    if kdone == 0:
+        ja = 0
+        jb = 0
+    if ja > 0:
+        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, 0, ja, p.inner_ss, p.inner_ds)
+    if jb < jn:
+        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, jb, jn, p.inner_ss, p.inner_ds)
+    if kdone < p.k_n and jb > ja:
         _tile_any(w, sj + kdone * p.k_ss, dj + kdone * p.k_ds, p.k_n - kdone, p.k_ss, p.k_ds,
-                  0, j1 - j0, p.inner_ss, p.inner_ds)
-    if jdone < j1 - j0 and kdone > 0:
-        _tile_any(w, sj, dj, kdone, p.k_ss, p.k_ds, jdone, j1 - j0, p.inner_ss, p.inner_ds)
+                  ja, jb, p.inner_ss, p.inner_ds)
 
 
 cdef inline void _group_offsets(int nd, const int64_t* n, const int64_t* st, int64_t* out) noexcept nogil:
@@ -943,7 +1136,19 @@ cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
     cdef int64_t kd[BLOCK_GROUP]
     _group_offsets(p.bnj, p.bjn, p.bjs, js)
     _group_offsets(p.bnk, p.bkn, p.bkd, kd)
-    dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines)
+    cdef int64_t w = p.width, e = 64 // p.width, ja = 0, body = 0
+    if DMLSTRIDE_HAVE_SIMD and p.stream and (<uintptr_t>d) % w == 0:
+        # Streaming stores, whole lines only: the columns before the first
+        # line boundary and after the last one are copied element by element.
+        ja = <int64_t>((64 - (<uintptr_t>d) % 64) % 64) // w
+        if ja < p.bjtot:
+            body = (p.bjtot - ja) // e * e
+    if body == 0:
+        dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines, 0)
+        return
+    dmls_block_columns(p.width, s, js, 0, ja, d, kd, p.bktot)
+    dmls_block_transpose(p.width, s, js + ja, body, d + ja * w, kd, p.bktot, p.bsstage, 0, p.blines, 1)
+    dmls_block_columns(p.width, s, js, ja + body, p.bjtot, d, kd, p.bktot)
 
 
 cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
@@ -1286,6 +1491,19 @@ def _run_dims(block, int side):
 _BLOCK = True
 
 
+def _set_stream_min_total(int64_t nbytes):
+    """Set the copy size from which plans made afterwards use streaming stores; return the old one.
+
+    Private: lets the tests reach the streaming kernels with small tensors.
+    """
+    global STREAM_MIN_TOTAL
+    if nbytes < 0:
+        raise ValueError("nbytes must be >= 0")
+    old = STREAM_MIN_TOTAL
+    STREAM_MIN_TOTAL = nbytes
+    return old
+
+
 def _take_group(dims, int stride_side, int64_t unit, int64_t limit, first):
     """Pop a group of dims whose strides on one side run contiguously.
 
@@ -1386,7 +1604,12 @@ cdef bint _init_block(plan_t* p, merged, int64_t width) except -1:
     p.nseg = 1
     p.ntasks = outer_count
     p.dst_bytes = outer_count * jtot * ktot * width
-    p.stream = 0
+    # Streaming stores write whole destination lines, four per k row and
+    # tile (one-line-tall tiles of 64 columns): every k row must start on the
+    # same line offset.  Four-line-tall tiles write one line per row and
+    # tile; streamed that way they measured slower, so they keep plain stores.
+    p.stream = (p.dst_bytes >= STREAM_MIN_TOTAL and p.blines == 1 and not p.bdstage
+                and jtot >= 64 // width and all(b % 64 == 0 for n, a, b in kgroup))
     return True
 
 
@@ -1568,7 +1791,7 @@ cdef class Plan:
         for n in sizes:
             count *= n
         p.dst_bytes = count * width
-        p.stream = p.mode == MODE_MEMCPY and p.dst_bytes >= STREAM_MIN_TOTAL
+        p.stream = (p.mode == MODE_MEMCPY or p.mode == MODE_TILE) and p.dst_bytes >= STREAM_MIN_TOTAL
 
     cdef _init_staged(self, split, sizes):
         outer, block, elems = split

@@ -13,6 +13,8 @@ never against dmlstride itself:
   blocks, including blocks that start on an odd nibble, and 4-bit copies
   with nibbles on both sides (source runs unpacked, reordered as bytes,
   destination runs packed);
+* transposes written with streaming (non-temporal) stores, in the tile and
+  the block paths, at every destination alignment;
 * 1 and 2 threads.
 """
 
@@ -285,3 +287,134 @@ def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
     assert seen == {("source staged", True), ("source staged", False),
                     ("destination staged", True), ("destination staged", False), "split",
                     ("lines", 1), ("lines", 4)}
+
+
+# -- streaming stores ----------------------------------------------------------------------
+# Transposing copies far larger than the caches write the destination with
+# non-temporal stores: whole destination rows back to back go through an L1
+# tile streamed out as one run; line-aligned destination rows are written one
+# 64-byte line at a time, and the columns before the first line boundary and
+# after the last one, and the rows past the last whole micro-block, take the
+# ordinary path.  Normally only copies of 32 MiB or more stream; the fixture
+# lowers that limit so that small tensors reach every edge.
+
+
+@pytest.fixture
+def streaming():
+    old = _engine._set_stream_min_total(0)
+    yield
+    _engine._set_stream_min_total(old)
+
+
+def _layout_pair(dtype, sizes, to_channels_last):
+    nchw = ds.BufferTensorDesc(dtype, sizes)
+    nhwc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    return (nchw, nhwc) if to_channels_last else (nhwc, nchw)
+
+
+def _expected_copy(src, src_desc, dst_before, dst_desc, dst_offset):
+    dt = np.dtype(ds.numpy_dtype(src_desc.data_type))
+    values = np.ndarray(src_desc.sizes, dt, buffer=src,
+                        strides=[s * dt.itemsize for s in src_desc.effective_strides])
+    expect = np.frombuffer(bytearray(dst_before), np.uint8).copy()
+    view = np.ndarray(dst_desc.sizes, dt, buffer=expect, offset=dst_offset,
+                      strides=[s * dt.itemsize for s in dst_desc.effective_strides])
+    view[...] = values
+    return expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])
+@pytest.mark.parametrize("c,hw", [(16, 40), (17, 1000), (64, 129), (64, 1000), (300, 40)])
+@pytest.mark.parametrize("dst_offset", [0, 16, 4, 1])
+def test_streaming_transpose_edges(dtype, to_channels_last, c, hw, dst_offset, streaming, threads):
+    sizes = [2, c, hw // 8 if hw % 8 == 0 else 1, 8 if hw % 8 == 0 else hw]
+    src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, src_desc.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, c * hw)
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, c + hw).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streaming_gather_into_fresh_and_reused_outputs(dtype, streaming, threads):
+    # Outputs of 1 MiB and more come from the output cache: the first is new
+    # memory (ordinary stores), the second a reused block (streaming stores).
+    itemsize = np.dtype(dtype).itemsize
+    sizes = [1, 64, 16, (1 << 20) // (64 * 16 * itemsize) + 8]
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    src = _random_buffer(desc.total_tensor_size_in_bytes, itemsize)
+    expect = _numpy_gather(src, desc)
+    assert ds.gather(src, desc).tobytes() == expect.tobytes()
+    assert ds.gather(src, desc).tobytes() == expect.tobytes()
+
+
+def test_streaming_limit_applies_to_plans_made_afterwards():
+    sizes = [1, 64, 4, 64]
+    src_desc, dst_desc = _layout_pair("float32", sizes, True)
+
+    def streams():
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 32)
+        return plan.describe()["stream"]
+
+    assert not streams()
+    old = _engine._set_stream_min_total(64 * 4 * 64 * 4)
+    try:
+        assert streams()
+        _engine._set_stream_min_total(64 * 4 * 64 * 4 + 1)
+        assert not streams()
+        with pytest.raises(ValueError):
+            _engine._set_stream_min_total(-1)
+    finally:
+        _engine._set_stream_min_total(old)
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
+                         ids=[c[0] for c in BLOCK_CASES])
+@pytest.mark.parametrize("dst_offset", [0, 16, 4])
+def test_streaming_block_transpose(dtype, name, sizes, spec, gather_block, scatter_block, dst_offset,
+                                   streaming, threads):
+    strided, _ = _block_desc(dtype, sizes, spec)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    pairs = [(strided, packed)]
+    if name != "broadcast_outer":  # an overlapping destination cannot be written
+        pairs.append((packed, strided))
+    for src_desc, dst_desc in pairs:
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, len(name))
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 3).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect
+
+
+def test_streaming_block_cases_reach_every_width(streaming):
+    # Streamed block plans need destination rows a whole number of lines
+    # apart; the cases above include such layouts for every element width.
+    widths = set()
+    for name, sizes, spec, _, _ in BLOCK_CASES:
+        for dtype in WIDTH_DTYPES:
+            _, strides = _block_desc(dtype, sizes, spec)
+            packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+            w = np.dtype(dtype).itemsize
+            plan = _plan(sizes, packed, strides, w)
+            if plan["mode"] == "block" and plan["stream"]:
+                widths.add(w)
+    assert widths == {1, 2, 4, 8}
+
+
+@pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])
+def test_streaming_at_the_default_size(to_channels_last, threads):
+    # 36 MiB of float32: past the default limit, no fixture needed.
+    sizes = [1, 64, 384, 384]
+    src_desc, dst_desc = _layout_pair("float32", sizes, to_channels_last)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 32)
+    assert plan.describe()["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
+    dst = np.zeros(dst_desc.total_tensor_size_in_bytes + 64, np.uint8)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=16)
+    expect = _expected_copy(src, src_desc, bytes(len(dst)), dst_desc, 16)
+    assert dst.tobytes() == expect
