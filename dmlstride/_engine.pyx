@@ -438,6 +438,15 @@ cdef extern from *:
     DMLS_LINE(dmls_line4, 4, DMLS_T4, x)
     DMLS_LINE(dmls_line8, 2, DMLS_T8, y)
 
+    /* Copy rows of nbytes, sj apart, to a buffer of rows sp apart; returns it. */
+    static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, int64_t sj,
+                                              int64_t rows, int64_t nbytes) {
+        int64_t j;
+        for (j = 0; j < rows; j++)
+            memcpy(buf + j * sp, s + j * sj, (size_t)nbytes);
+        return buf;
+    }
+
     /* Destination rows line-aligned (d and dk multiples of 64) and jn a
        multiple of 64 / W: strips of one destination line by four source
        lines of k.  Source rows a multiple of 4 KiB apart would share one L1
@@ -450,16 +459,14 @@ cdef extern from *:
         const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
         const int sstaged = sj % 4096 == 0;
         const int64_t kf = kn - kn % N;
-        int64_t jb, kb, ke, k, j;
+        int64_t jb, kb, ke, k;
         for (jb = 0; jb < jn; jb += E) {
             for (kb = 0; kb < kf; kb += TK) {
                 const char *sb = s + jb * sj;
                 int64_t ss = sj;
                 ke = kb + TK < kf ? kb + TK : kf;
                 if (sstaged) {
-                    for (j = 0; j < E; j++)
-                        memcpy(sst + j * SP, sb + j * sj + kb * W, (size_t)((ke - kb) * W));
-                    sb = sst - kb * W;
+                    sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, E, (ke - kb) * W) - kb * W;
                     ss = SP;
                 }
                 for (k = kb; k < ke; k += N) {
@@ -500,9 +507,7 @@ cdef extern from *:
             int64_t ss = sj;
             ke = kb + TK < kf ? kb + TK : kf;
             if (sstaged) {
-                for (j = 0; j < jn; j++)
-                    memcpy(sst + j * SP, s + j * sj + kb * W, (size_t)((ke - kb) * W));
-                sb = sst - kb * W;
+                sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
                 ss = SP;
             }
             for (k = kb; k < ke; k += N)

@@ -267,23 +267,29 @@ def test_block_transpose_between_two_scrambled_orders(dtype, threads):
     assert bytes(dst) == expect.tobytes()
 
 
-def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
-    seen = set()
+def _block_case_plans():
+    """(sizes, element width, gather plan, scatter plan) for every block case and width."""
     for name, sizes, spec, _, _ in BLOCK_CASES:
         for dtype in WIDTH_DTYPES:
             _, strides = _block_desc(dtype, sizes, spec)
             packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
             w = np.dtype(dtype).itemsize
-            for plan in (_plan(sizes, strides, packed, w), _plan(sizes, packed, strides, w)):
-                if plan["mode"] == "block":
-                    src_staged, dst_staged = plan["block"]["staged"]
-                    seen.add(("source staged", src_staged))
-                    seen.add(("destination staged", dst_staged))
-                    seen.add(("lines", plan["block"]["lines"]))
-                    # A split dimension: a group member that is not a whole dimension.
-                    whole = set(sizes)
-                    if any(n not in whole for n, _ in plan["block"]["j"] + plan["block"]["k"]):
-                        seen.add("split")
+            yield sizes, w, _plan(sizes, strides, packed, w), _plan(sizes, packed, strides, w)
+
+
+def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
+    seen = set()
+    for sizes, _, gather_plan, scatter_plan in _block_case_plans():
+        for plan in (gather_plan, scatter_plan):
+            if plan["mode"] == "block":
+                src_staged, dst_staged = plan["block"]["staged"]
+                seen.add(("source staged", src_staged))
+                seen.add(("destination staged", dst_staged))
+                seen.add(("lines", plan["block"]["lines"]))
+                # A split dimension: a group member that is not a whole dimension.
+                whole = set(sizes)
+                if any(n not in whole for n, _ in plan["block"]["j"] + plan["block"]["k"]):
+                    seen.add("split")
     assert seen == {("source staged", True), ("source staged", False),
                     ("destination staged", True), ("destination staged", False), "split",
                     ("lines", 1), ("lines", 4)}
@@ -395,14 +401,9 @@ def test_streaming_block_cases_reach_every_width(streaming):
     # Streamed block plans need destination rows a whole number of lines
     # apart; the cases above include such layouts for every element width.
     widths = set()
-    for name, sizes, spec, _, _ in BLOCK_CASES:
-        for dtype in WIDTH_DTYPES:
-            _, strides = _block_desc(dtype, sizes, spec)
-            packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
-            w = np.dtype(dtype).itemsize
-            plan = _plan(sizes, packed, strides, w)
-            if plan["mode"] == "block" and plan["stream"]:
-                widths.add(w)
+    for _, w, _, scatter_plan in _block_case_plans():
+        if scatter_plan["mode"] == "block" and scatter_plan["stream"]:
+            widths.add(w)
     assert widths == {1, 2, 4, 8}
 
 
