@@ -428,9 +428,10 @@ def _default_output_cache() -> int:
 
 
 def _default_threads() -> int:
+    """DMLSTRIDE_NUM_THREADS (above MAX_THREADS: MAX_THREADS), else the CPUs available."""
     n = _env_int("DMLSTRIDE_NUM_THREADS")
     if n is not None and n >= 1:
-        return n
+        return min(n, MAX_THREADS)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

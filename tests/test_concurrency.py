@@ -6,6 +6,7 @@ hold every buffer export for the whole call.
 * While one long kernel runs, other Python threads keep running (the GIL is
   released), and two large gathers overlap in wall time.
 * A buffer cannot be resized or closed while a kernel runs on it.
+* ``DMLSTRIDE_NUM_THREADS`` sets the default kernel thread count.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 import dmlstride
 from dmlstride import BufferTensorDesc, copy_tensor, gather, scatter
+from subproc import run_python
 
 N_THREADS = 8
 
@@ -371,3 +373,32 @@ def test_mmap_cannot_be_closed_during_a_call(one_kernel_thread):
     finally:
         mm.close()
     assert mm.closed
+
+
+# -- the default thread count --------------------------------------------------------------
+
+
+def _threads_at_import(tmp_path, value: str) -> tuple[int, bool, int]:
+    """(get_num_threads(), built with threads, CPUs available) in a fresh interpreter."""
+    code = ("import os, dmlstride as ds\n"
+            "from dmlstride import _engine\n"
+            "cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()\n"
+            "print(ds.get_num_threads(), int(_engine.have_threads()), cpus)")
+    res = run_python(["-c", code], tmp_path, DMLSTRIDE_NUM_THREADS=value)
+    assert res.returncode == 0, res.stderr
+    n, have, cpus = res.stdout.split()
+    return int(n), bool(int(have)), int(cpus)
+
+
+@pytest.mark.parametrize("value,expect", [("1", 1), ("3", 3), (" 2 ", 2), ("1024", 1024),
+                                          ("5000", 1024), ("9" * 30, 1024)])
+def test_environment_sets_the_default_thread_count(tmp_path, value, expect):
+    # Counts above the 1024 that set_num_threads accepts are capped there.
+    n, have, _ = _threads_at_import(tmp_path, value)
+    assert n == (expect if have else 1)
+
+
+@pytest.mark.parametrize("value", ["", "0", "-2", "two", "1.5"])
+def test_unusable_environment_values_fall_back_to_the_cpu_count(tmp_path, value):
+    n, have, cpus = _threads_at_import(tmp_path, value)
+    assert n == (max(1, cpus) if have else 1)

@@ -6,7 +6,6 @@ through ``output_cache_info()``.
 
 import gc
 import os
-import subprocess
 import sys
 import threading
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 import dmlstride as ds
+from subproc import run_python
 
 MIB = 1 << 20
 
@@ -24,15 +24,6 @@ def cache():
     old = ds.set_output_cache(256 * MIB)
     yield
     ds.set_output_cache(old)
-
-
-def _run_python(args, tmp_path, **env):
-    """Run the interpreter from an unrelated directory, importing this dmlstride."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ds.__file__)))
-    full = {**os.environ, **env}
-    full["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, full.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=full, capture_output=True,
-                          text=True, timeout=120)
 
 
 def _source(nbytes, seed):
@@ -224,7 +215,7 @@ def test_non_integer_limits_are_refused(value):
 
 @pytest.mark.parametrize("env,limit", [("0", 0), ("1048576", MIB), ("junk", 256 * MIB), ("-5", 256 * MIB)])
 def test_environment_sets_the_default_limit(env, limit, tmp_path):
-    res = _run_python(["-c", "import dmlstride as ds; print(ds.output_cache_info()[1])"], tmp_path,
+    res = run_python(["-c", "import dmlstride as ds; print(ds.output_cache_info()[1])"], tmp_path,
                       DMLSTRIDE_OUTPUT_CACHE=env)
     assert res.returncode == 0, res.stderr
     assert int(res.stdout) == limit
@@ -247,5 +238,5 @@ def test_a_forked_child_uses_and_frees_outputs(cache, tmp_path):
         "_, status = os.waitpid(pid, 0)\n"
         "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
-    res = _run_python(["-W", "ignore", "-c", code], tmp_path)
+    res = run_python(["-W", "ignore", "-c", code], tmp_path)
     assert res.returncode == 0, res.stderr
