@@ -83,6 +83,11 @@ from dmlstride import (
     view,
 )
 
+# The suite's reference (tests/reference.py): sizes, offsets and gather/scatter
+# from the memory model alone, independent of the package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import reference as ref  # noqa: E402
+
 ALLOWED = (DescriptorError, TypeError, BufferError, ValueError, IndexError, OverflowError)
 U32 = 2**32
 VALID_TYPES = [t for t in TensorDataType if t is not TensorDataType.UNKNOWN]
@@ -210,17 +215,6 @@ def as_ints(values: Any) -> list[int]:
 Violations = set
 
 
-def min_size(bits: int, sizes: list[int], strides: list[int] | None) -> int:
-    if strides is None:
-        elements = 1
-        for n in sizes:
-            elements *= n
-    else:
-        elements = sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
-    nbytes = (elements * bits + 7) // 8
-    return (nbytes + 3) // 4 * 4
-
-
 def dims_violations(values: Any, minimum: int, expected_len: int | None = None) -> Violations:
     if not is_dims_container(values):
         return {"TypeError"}
@@ -259,7 +253,7 @@ def shape_violations(dt: Any, sizes: Any, strides: Any) -> tuple[Violations, int
         v |= dims_violations(strides, 0, len(sizes) if not sv else None)
     if v or t is None:
         return v, None
-    minimum = min_size(dmlstride.element_bits(t), as_ints(sizes), None if strides is None else as_ints(strides))
+    minimum = ref.min_size(t, as_ints(sizes), None if strides is None else as_ints(strides))
     if minimum >= 2**64:
         v.add("DescriptorError")
     return v, minimum
@@ -312,36 +306,15 @@ def expect(call: Any, violations: Violations, label: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# reference implementations (numpy fancy indexing on the raw bytes)
+# reference gather and scatter on the raw bytes (tests/reference.py), from the
+# descriptor's own fields (implicit strides are computed by the reference)
 
 def ref_gather(raw: np.ndarray, off: int, desc: BufferTensorDesc) -> np.ndarray:
-    offs = desc.offsets()
-    bits = desc.element_bits
-    if bits == 4:
-        b = raw[off + offs // 2]
-        nib = np.where(offs & 1, b >> 4, b & 0xF).astype(np.uint8)
-        if desc.data_type is TensorDataType.INT4:
-            return ((nib.astype(np.int16) ^ 8) - 8).astype(np.int8).reshape(desc.sizes)
-        return nib.reshape(desc.sizes)
-    w = bits // 8
-    idx = off + offs[:, None] * w + np.arange(w)
-    return raw[idx].reshape(-1).view(numpy_dtype(desc.data_type)).reshape(desc.sizes)
+    return ref.gather_np(raw, desc.data_type.name, desc.sizes, desc.strides, off)
 
 
 def ref_scatter(raw: np.ndarray, off: int, desc: BufferTensorDesc, values: np.ndarray) -> None:
-    offs = desc.offsets()
-    bits = desc.element_bits
-    if bits == 4:
-        v = values.reshape(-1).astype(np.uint8) & 0xF
-        bi = off + offs // 2
-        even = offs % 2 == 0
-        raw[bi[even]] = (raw[bi[even]] & 0xF0) | v[even]
-        odd = ~even
-        raw[bi[odd]] = (raw[bi[odd]] & 0x0F) | (v[odd] << 4)
-        return
-    w = bits // 8
-    idx = off + offs[:, None] * w + np.arange(w)
-    raw[idx] = np.ascontiguousarray(values, dtype=numpy_dtype(desc.data_type)).view(np.uint8).reshape(-1, w)
+    ref.scatter_np(values, raw, desc.data_type.name, desc.sizes, desc.strides, off)
 
 
 def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
@@ -532,7 +505,7 @@ def op_descriptor(r: Reader) -> None:
     sizes_i = as_ints(sizes)
     strides_i = None if strides is None else as_ints(strides)
     check(d.sizes == tuple(sizes_i), "sizes not kept")
-    minimum = min_size(d.element_bits, sizes_i, strides_i)
+    minimum = ref.min_size(d.data_type, sizes_i, strides_i)
     check(d.minimum_size_in_bytes == minimum, f"minimum size {d.minimum_size_in_bytes} != {minimum}")
     check(d.total_tensor_size_in_bytes == (minimum if total is None else int(total)), "total not kept")
     eff = strides_i if strides_i is not None else None
@@ -559,7 +532,7 @@ def op_sizes(r: Reader) -> None:
             got = expect(lambda: calc_buffer_tensor_size(dt, sizes, strides), violations, "calc_buffer_tensor_size")
         except ALLOWED:
             return
-        want = min_size(dmlstride.element_bits(dt), as_ints(sizes), None if strides is None else as_ints(strides))
+        want = ref.min_size(dt, as_ints(sizes), None if strides is None else as_ints(strides))
         check(got == want, f"calc_buffer_tensor_size {got} != {want}")
     elif which == 1:
         ndim = r.below(9) + 1
