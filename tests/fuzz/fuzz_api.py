@@ -475,6 +475,11 @@ def wild_check_alignment(r: Reader) -> Any:
     return r.pick([np.bool_(True), np.bool_(False), 1, 0, "no", None])
 
 
+def bytes_needed(off: Any, desc: BufferTensorDesc) -> int:
+    """Bytes a buffer needs for the tensor at ``off`` (a wild offset counts as 0)."""
+    return (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
+
+
 def buffer_length(r: Reader, need: int) -> int:
     k = r.byte()
     if k < 120:
@@ -580,8 +585,7 @@ def op_gather(r: Reader) -> None:
         return
     check_alignment = wild_check_alignment(r)
     off = wild_offset(r, 64)
-    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
-    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    buf = Buf(r, buffer_length(r, min(bytes_needed(off, desc), 4096)))
     try:
         before = buf.raw()
         violations = offset_violations(off, desc, check_alignment) | buffer_violations(buf, off, desc, False)
@@ -667,8 +671,7 @@ def op_scatter(r: Reader) -> None:
     values, value_violations = wild_values(r, desc)
     check_alignment = wild_check_alignment(r)
     off = wild_offset(r, 64)
-    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
-    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    buf = Buf(r, buffer_length(r, min(bytes_needed(off, desc), 4096)))
     try:
         before = buf.raw()
         violations = (offset_violations(off, desc, check_alignment) | value_violations
@@ -713,8 +716,8 @@ def op_copy(r: Reader) -> None:
     soff = wild_offset(r, 64)
     doff = wild_offset(r, 64)
     same = r.chance(70)
-    sneed = (int(soff) if is_int(soff) and 0 <= soff < 4096 else 0) + src_desc.total_tensor_size_in_bytes
-    dneed = (int(doff) if is_int(doff) and 0 <= doff < 4096 else 0) + dst_desc.total_tensor_size_in_bytes
+    sneed = bytes_needed(soff, src_desc)
+    dneed = bytes_needed(doff, dst_desc)
     sbuf = Buf(r, buffer_length(r, min(max(sneed, dneed) if same else sneed, 4096)))
     dbuf = sbuf if same else Buf(r, buffer_length(r, min(dneed, 4096)))
     try:
@@ -754,8 +757,7 @@ def op_view(r: Reader) -> None:
         return
     check_alignment = wild_check_alignment(r)
     off = wild_offset(r, 64)
-    need = (int(off) if is_int(off) and 0 <= off < 4096 else 0) + desc.total_tensor_size_in_bytes
-    buf = Buf(r, buffer_length(r, min(need, 4096)))
+    buf = Buf(r, buffer_length(r, min(bytes_needed(off, desc), 4096)))
     try:
         before = buf.raw()
         violations = offset_violations(off, desc, check_alignment) | buffer_violations(buf, off, desc, False)
