@@ -84,15 +84,11 @@ def sizes_and_strides(draw, max_rank=5, max_size=4, max_stride=30):
 # -- calc_buffer_tensor_size: values -----------------------------------------------------
 
 
+# SPEC's own size examples are checked in test_golden.py (also against the
+# DirectML helper); these are further cases.
 @pytest.mark.parametrize(
     ("dtype", "sizes", "strides", "expected"),
     [
-        ("uint32", [2, 3], [6, 2], 44),
-        ("float16", [2, 3], [0, 1], 8),
-        ("int4", [5], None, 4),
-        ("int4", [9], None, 8),
-        ("float32", [1, 1, 3, 5], None, 60),
-        ("float32", [1, 1, 3, 5], [15, 1, 5, 1], 60),
         ("float32", [1, 1, 3, 5], [15, 15, 5, 1], 60),
         ("float32", [65537, 65536], [65536, 1], 17180131328),
         ("uint8", [1], None, 4),
