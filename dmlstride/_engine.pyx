@@ -1491,11 +1491,6 @@ def _run_dims(block, int side):
     return stage, run, outer
 
 
-# Whether the planner may choose MODE_BLOCK (a private switch, so that a
-# benchmark can time the same layout through the tile path in one process).
-_BLOCK = True
-
-
 def _set_stream_min_total(int64_t nbytes):
     """Set the copy size from which plans made afterwards use streaming stores; return the old one.
 
@@ -1758,7 +1753,7 @@ cdef class Plan:
             p.mode = MODE_MEMCPY
         elif inner_ss == 0:
             p.mode = MODE_FILL
-        elif _BLOCK and _init_block(p, merged, width):
+        elif _init_block(p, merged, width):
             return
         else:
             p.mode = MODE_STRIDED
