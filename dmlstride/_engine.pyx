@@ -1084,11 +1084,25 @@ cdef void _tile_any(int w, const char* s, char* d, int64_t kn, int64_t kss, int6
         _tile[uint64_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
 
 
+cdef inline int64_t _whole_lines(const char* d, int64_t w, int64_t n, int64_t* head) noexcept nogil:
+    """Of n elements of w bytes from d: set head to those before the first
+    64-byte line boundary and return how many fill whole lines after it (0
+    when d is not a multiple of w or no whole line fits)."""
+    cdef int64_t e = 64 // w
+    head[0] = 0
+    if (<uintptr_t>d) % w != 0:
+        return 0
+    head[0] = <int64_t>((64 - (<uintptr_t>d) % 64) % 64) // w
+    if head[0] >= n:
+        return 0
+    return (n - head[0]) // e * e
+
+
 cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_t j1) noexcept nogil:
     """Tile path for the (k, inner) pair over inner elements j0..j1."""
     cdef int w = p.width
     cdef int64_t jn = j1 - j0
-    cdef int64_t kdone = 0, ja = 0, jb = 0, e
+    cdef int64_t kdone = 0, ja = 0, jb = 0, body
     cdef const char* sj = s + j0 * p.inner_ss
     cdef char* dj = d + j0 * p.inner_ds
     # The SIMD kernels cover rows k < kdone of columns ja..jb; the rest goes
@@ -1098,14 +1112,12 @@ cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_
             # Whole destination rows back to back: one contiguous stream.
             dmls_nt_contig(w, sj, p.inner_ss, dj, p.k_n, jn, &kdone)
             jb = jn
-        elif p.stream and p.k_ds % 64 == 0 and (<uintptr_t>dj) % w == 0:
+        elif p.stream and p.k_ds % 64 == 0:
             # Line-aligned strips; the columns before the first line boundary
             # and after the last one are left to the scalar tile.
-            e = 64 // w
-            ja = <int64_t>((64 - (<uintptr_t>dj) % 64) % 64) // w
-            if ja < jn:
-                jb = ja + (jn - ja) // e * e
-            if jb > ja:
+            body = _whole_lines(dj, w, jn, &ja)
+            jb = ja + body
+            if body > 0:
                 dmls_nt_transpose(w, sj + ja * p.inner_ss, p.inner_ss, dj + ja * w, p.k_ds,
                                   p.k_n, jb - ja, &kdone)
         else:
@@ -1141,13 +1153,11 @@ cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
     cdef int64_t kd[BLOCK_GROUP]
     _group_offsets(p.bnj, p.bjn, p.bjs, js)
     _group_offsets(p.bnk, p.bkn, p.bkd, kd)
-    cdef int64_t w = p.width, e = 64 // p.width, ja = 0, body = 0
-    if DMLSTRIDE_HAVE_SIMD and p.stream and (<uintptr_t>d) % w == 0:
+    cdef int64_t w = p.width, ja = 0, body = 0
+    if DMLSTRIDE_HAVE_SIMD and p.stream:
         # Streaming stores, whole lines only: the columns before the first
         # line boundary and after the last one are copied element by element.
-        ja = <int64_t>((64 - (<uintptr_t>d) % 64) % 64) // w
-        if ja < p.bjtot:
-            body = (p.bjtot - ja) // e * e
+        body = _whole_lines(d, w, p.bjtot, &ja)
     if body == 0:
         dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines, 0)
         return
