@@ -4,12 +4,16 @@
 classification and :meth:`BufferTensorDesc.explain` picture; ``size`` prints
 only the minimum implied size in bytes (``DMLCalcBufferTensorSize``, computed
 exactly), so it can be used in scripts.  Bad arguments print one line,
-``dmlstride: error: <message>``, on stderr and give exit status 2.
+``dmlstride: error: <message>``, on stderr and give exit status 2.  When the
+reader of the output goes away (``dmlstride describe ... | head -1``) the
+program stops quietly with exit status 1, as Python's documentation recommends
+for a closed pipe.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -17,7 +21,7 @@ from typing import NoReturn
 from . import __version__
 from .descriptor import BufferTensorDesc
 from .errors import DescriptorError
-from .sizes import _CANONICAL_LETTERS, calc_buffer_tensor_size
+from .sizes import _CANONICAL_LETTERS, calc_buffer_tensor_size, layout_order
 
 __all__ = ["main"]
 
@@ -113,13 +117,16 @@ def _parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  dmlstride describe --dtype float32 --sizes 1,1,3,5 --layout NHWC\n"
         "  dmlstride describe --dtype uint8 --sizes 2,3 --strides 5,1\n"
-        "  dmlstride describe --dtype float16 --sizes 2,3,4,5 --layout NCHW --broadcast C",
+        "  dmlstride describe --dtype float16 --sizes 2,3,4,5 --layout NCHW --broadcast C\n"
+        "  dmlstride describe --dtype uint8 --sizes 2,3,4,5,6,7 --layout 5,4,3,2,1,0",
     )
     _add_common(describe)
     describe.add_argument(
         "--layout",
-        help="memory order from slowest to fastest, a permutation of the rank's dimension letters "
-        "(HW, WH, DHW, WHD, NCHW, NHWC, NCDHW, NDHWC, ...); not with --strides",
+        help="memory order from slowest to fastest: a permutation of the rank's dimension letters "
+        "(HW, WH, DHW, WHD, NCHW, NHWC, NCDHW, NDHWC, ...), or for any rank 1-8 the axis indices "
+        "in that order, comma-separated (5,4,3,2,1,0 is a 6-D tensor with axis 0 fastest); "
+        "not with --strides",
     )
     describe.add_argument(
         "--broadcast",
@@ -168,6 +175,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _layout(text: str, rank: int) -> str | tuple[int, ...]:
+    """``--layout``: dimension letters (``NHWC``), or axis indices from slowest to fastest (``3,2,1,0``)."""
+    if not any(ch.isdigit() for ch in text):
+        if rank not in _CANONICAL_LETTERS:
+            example = ",".join(str(axis) for axis in range(rank))
+            raise UsageError(
+                f"--layout {text!r}: a rank-{rank} tensor has no dimension letters; give its axes "
+                f"from slowest to fastest in memory as comma-separated indices, e.g. {example}"
+            )
+        return text
+    try:
+        order = _int_list(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--layout {exc}") from None
+    if len(order) != rank:
+        raise UsageError(
+            f"--layout {text!r} lists {len(order)} {'axis' if len(order) == 1 else 'axes'}; expected "
+            f"{rank}, each axis 0..{rank - 1} once, from slowest to fastest in memory"
+        )
+    if sorted(order) != list(range(rank)):
+        raise UsageError(
+            f"--layout {text!r} is not an order of the axes 0..{rank - 1}; expected each axis "
+            "exactly once, from slowest to fastest in memory"
+        )
+    return layout_order(tuple(order), rank)
+
+
 def _descriptor(args: argparse.Namespace) -> BufferTensorDesc:
     sizes, strides = args.sizes, args.strides
     uses_layout = args.layout is not None or args.broadcast is not None or args.row_pitch is not None
@@ -176,7 +210,8 @@ def _descriptor(args: argparse.Namespace) -> BufferTensorDesc:
                  if getattr(args, name.replace("-", "_")) is not None]
         raise UsageError(f"--strides cannot be combined with {', '.join(given)}; give one or the other")
     if uses_layout:
-        layout = args.layout if args.layout is not None else tuple(range(len(sizes)))
+        rank = len(sizes)
+        layout = tuple(range(rank)) if args.layout is None else _layout(args.layout, rank)
         broadcast = None if args.broadcast is None else _broadcast_flags(args.broadcast, len(sizes))
         shaped = BufferTensorDesc.from_layout(
             args.dtype, sizes, layout, broadcast=broadcast, row_pitch_alignment=args.row_pitch
@@ -236,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         0 on success (and for ``--help``/``--version``); 2 when an argument is
-        wrong, after printing ``dmlstride: error: <message>`` on stderr.
+        wrong, after printing ``dmlstride: error: <message>`` on stderr; 1 when
+        standard output is a pipe whose reader has gone (nothing is printed).
 
     Examples
     --------
@@ -249,12 +285,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         try:
-            args = parser.parse_args(argv)
-        except SystemExit as stop:  # --help and --version print, then exit
-            return stop.code if isinstance(stop.code, int) else 0
-        args.run(args)
-    except (UsageError, DescriptorError, TypeError, ValueError, OverflowError) as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        return 2
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as stop:  # --help and --version print, then exit
+                sys.stdout.flush()
+                return stop.code if isinstance(stop.code, int) else 0
+            args.run(args)
+        except (UsageError, DescriptorError, TypeError, ValueError, OverflowError) as exc:
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            print(f"{PROG}: error: {message}", file=sys.stderr)
+            return 2
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return 1
     return 0
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that exiting does not write to the closed pipe.
+
+    The recipe of Python's documentation for ``SIGPIPE`` (``signal`` module notes).
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: nothing left to flush to a pipe
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
