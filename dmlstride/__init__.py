@@ -5,6 +5,13 @@ exact size calculations, and fast kernels that gather elements from strided
 1-8 D buffers into packed arrays, scatter them back and convert layouts.
 """
 
+try:
+    from . import _engine  # noqa: F401  (the compiled kernels; everything below needs them)
+except ImportError as _exc:
+    from ._import_check import engine_import_error
+
+    raise engine_import_error(_exc) from None
+
 from .copy import (
     copy_tensor,
     gather,
