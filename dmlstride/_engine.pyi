@@ -1,7 +1,21 @@
 """Type stub for the private Cython copy engine."""
 
+import sys
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .descriptor import BufferTensorDesc
+
+if sys.version_info >= (3, 12):
+    from collections.abc import Buffer
+else:
+    from typing_extensions import Buffer
+
+# numpy's stubs declare the buffer protocol only for Python >= 3.12
+_BufferLike = Buffer | npt.NDArray[Any]
 
 class Plan:
     src_extent: int
@@ -20,32 +34,34 @@ class Plan:
 
 def execute(
     plan: Plan,
-    src: Any,
+    src: _BufferLike,
     src_offset: int,
     src_need: int,
-    dst: Any,
+    dst: _BufferLike,
     dst_offset: int,
     dst_need: int,
     refuse_alias: bool = ...,
     fresh_dst: bool = ...,
 ) -> bool: ...
-def buffer_info(obj: Any, name: str = ...) -> tuple[int, bool]: ...
+def buffer_info(obj: _BufferLike, name: str = ...) -> tuple[int, bool]: ...
 def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
 def have_threads() -> bool: ...
-def new_output(shape: Sequence[int], dtype: Any) -> tuple[Any, bool]: ...
+def new_output(shape: Sequence[int], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], bool]: ...
 def set_output_cache(nbytes: int) -> int: ...
 def _set_stream_min_total(nbytes: int) -> int: ...
 def output_cache_info() -> tuple[int, int]: ...
 
 class GatherSpec:
-    def __init__(self, plan: Plan, sizes: Sequence[int], dtype: Any, total: int, align: int) -> None: ...
+    def __init__(
+        self, plan: Plan, sizes: Sequence[int], dtype: np.dtype[Any], total: int, align: int
+    ) -> None: ...
 
 def gather_fast(
-    buffer: Any,
-    desc: Any,
-    offset: Any,
-    out: Any,
-    check_alignment: Any,
-    desc_type: type,
-) -> Any: ...
+    buffer: _BufferLike,
+    desc: BufferTensorDesc,
+    offset: int,
+    out: npt.NDArray[Any] | None,
+    check_alignment: bool,
+    desc_type: type[BufferTensorDesc],
+) -> npt.NDArray[Any] | None: ...

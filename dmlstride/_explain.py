@@ -16,7 +16,7 @@
   ``repeats:`` lines.
 
 Columns are one name wide and separated by one space, so a value row reads like
-the seeds' tables (``A B C x x D E F x x``); offset labels wider than a column
+that page's tables (``A B C x x D E F x x``); offset labels wider than a column
 are stacked on extra ruler lines, each label starting above its own column.
 Large tensors are summarised without enumerating their elements.
 """

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _engine
 from ._checks import as_int, packed_strides
 from .datatypes import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDataType, numpy_dtype
 from .descriptor import BufferTensorDesc
 from .errors import DescriptorError
+
+if TYPE_CHECKING:
+    from ._typing import BufferLike
+
+_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any]")
 
 __all__ = ["gather", "scatter", "copy_tensor", "view", "set_num_threads", "get_num_threads"]
 
@@ -86,14 +92,32 @@ def _refuse_overlapping_destination(desc: BufferTensorDesc, name: str) -> None:
         )
 
 
+@overload
 def gather(
-    buffer: Any,
+    buffer: BufferLike,
     desc: BufferTensorDesc,
     *,
     offset: int = 0,
-    out: np.ndarray | None = None,
+    out: None = None,
     check_alignment: bool = True,
-) -> np.ndarray:
+) -> npt.NDArray[Any]: ...
+@overload
+def gather(
+    buffer: BufferLike,
+    desc: BufferTensorDesc,
+    *,
+    offset: int = 0,
+    out: _OutT,
+    check_alignment: bool = True,
+) -> _OutT: ...
+def gather(
+    buffer: BufferLike,
+    desc: BufferTensorDesc,
+    *,
+    offset: int = 0,
+    out: np.ndarray[Any, Any] | None = None,
+    check_alignment: bool = True,
+) -> np.ndarray[Any, Any]:
     """Read the tensor ``desc`` describes, ``offset`` bytes into ``buffer``, into a packed array.
 
     Parameters
@@ -114,8 +138,9 @@ def gather(
     Returns
     -------
     numpy.ndarray
-        Shape ``desc.sizes``, C order.  4-bit types unpack to one element per byte
-        (INT4 sign-extended).
+        Shape ``desc.sizes``, C order, dtype ``numpy_dtype(desc.data_type)``
+        (``out`` itself when given).  4-bit types unpack to one element per
+        byte (INT4 sign-extended).
 
     Raises
     ------
@@ -210,9 +235,9 @@ def _prepare_source(array: Any, desc: BufferTensorDesc) -> np.ndarray:
 
 
 def scatter(
-    array: Any,
+    array: npt.ArrayLike,
     desc: BufferTensorDesc,
-    buffer: Any,
+    buffer: BufferLike,
     *,
     offset: int = 0,
     check_alignment: bool = True,
@@ -264,9 +289,9 @@ def scatter(
 
 
 def copy_tensor(
-    src: Any,
+    src: BufferLike,
     src_desc: BufferTensorDesc,
-    dst: Any,
+    dst: BufferLike,
     dst_desc: BufferTensorDesc,
     *,
     src_offset: int = 0,
@@ -322,7 +347,9 @@ def copy_tensor(
         )
 
 
-def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignment: bool = True) -> np.ndarray:
+def view(
+    buffer: BufferLike, desc: BufferTensorDesc, *, offset: int = 0, check_alignment: bool = True
+) -> npt.NDArray[Any]:
     """A zero-copy numpy view of the tensor ``desc`` describes in ``buffer``.
 
     Byte strides are element strides times the item size.  The view is

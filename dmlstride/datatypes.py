@@ -1,7 +1,7 @@
 """DirectML tensor data types, flags and limits.
 
-This module is the single source of truth for the data-type table (SPEC
-section 2): every other part of dmlstride asks it for element widths and numpy
+This module is the single source of truth for the data-type table (DirectML's
+``DML_TENSOR_DATA_TYPE``): every other part of dmlstride asks it for element widths and numpy
 equivalents.
 """
 
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import enum
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import DescriptorError
+
+if TYPE_CHECKING:
+    from ._typing import DataTypeLike
 
 __all__ = [
     "TensorDataType",
@@ -102,7 +105,7 @@ def _from_numpy_dtype(dt: np.dtype, given: Any) -> TensorDataType:
         ) from None
 
 
-def data_type(x: Any) -> TensorDataType:
+def data_type(x: DataTypeLike) -> TensorDataType:
     """Convert ``x`` to a :class:`TensorDataType`.
 
     Parameters
@@ -170,14 +173,14 @@ def data_type(x: Any) -> TensorDataType:
     )
 
 
-def _valid(x: Any) -> TensorDataType:
+def _valid(x: DataTypeLike) -> TensorDataType:
     t = data_type(x)
     if t is TensorDataType.UNKNOWN:
         raise DescriptorError("data_type is UNKNOWN (0); expected a concrete data type such as FLOAT32")
     return t
 
 
-def element_bits(x: Any) -> int:
+def element_bits(x: DataTypeLike) -> int:
     """Bits per element of a data type (4, 8, 16, 32 or 64).
 
     Examples
@@ -188,7 +191,7 @@ def element_bits(x: Any) -> int:
     return _TABLE[_valid(x)][0]
 
 
-def element_bytes(x: Any) -> int:
+def element_bytes(x: DataTypeLike) -> int:
     """Bytes per element, rounded up (4-bit types count as 1).
 
     Examples
@@ -199,7 +202,7 @@ def element_bytes(x: Any) -> int:
     return (_TABLE[_valid(x)][0] + 7) // 8
 
 
-def numpy_dtype(x: Any) -> np.dtype:
+def numpy_dtype(x: DataTypeLike) -> np.dtype[Any]:
     """The numpy dtype that holds one unpacked element of a data type.
 
     4-bit types unpack to one element per byte: UINT4 -> uint8, INT4 -> int8.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,11 +28,14 @@ from .sizes import (
     layout_order,
 )
 
+if TYPE_CHECKING:
+    from ._typing import DataTypeLike
+
 __all__ = ["BufferTensorDesc", "DML_BUFFER_TENSOR_DESC"]
 
 
 class DML_BUFFER_TENSOR_DESC(ctypes.Structure):
-    """``DML_BUFFER_TENSOR_DESC`` with the C layout of SPEC section 5 (48 bytes on 64-bit)."""
+    """``DML_BUFFER_TENSOR_DESC`` with its C layout from DirectML's headers (48 bytes on 64-bit)."""
 
     _fields_ = [
         ("DataType", ctypes.c_int),
@@ -70,7 +73,10 @@ class BufferTensorDesc:
     Raises
     ------
     DescriptorError
-        A field breaks a rule of SPEC section 4; the message names the field.
+        A field breaks one of DirectML's rules for a buffer tensor (sizes 1 to
+        2**32 - 1, strides 0 to 2**32 - 1, at most 2**32 - 1 elements, a total
+        size of at least the minimum implied size, ...); the message names the
+        field, the value given and what was expected.
     TypeError
         A field has the wrong type.
 
@@ -100,7 +106,7 @@ class BufferTensorDesc:
 
     def __init__(
         self,
-        data_type: Any,
+        data_type: DataTypeLike,
         sizes: Sequence[int],
         strides: Sequence[int] | None = None,
         total_tensor_size_in_bytes: int | None = None,
@@ -391,7 +397,7 @@ class BufferTensorDesc:
     @classmethod
     def from_layout(
         cls,
-        data_type: Any,
+        data_type: DataTypeLike,
         sizes: Sequence[int],
         layout: str | Sequence[int] = "NCHW",
         *,
@@ -478,7 +484,7 @@ class BufferTensorDesc:
         return cls(dt, array.shape, strides)
 
     def to_ctypes(self) -> DML_BUFFER_TENSOR_DESC:
-        """A ``DML_BUFFER_TENSOR_DESC`` ctypes structure with the C layout of SPEC section 5.
+        """A ``DML_BUFFER_TENSOR_DESC`` ctypes structure with the C layout of DirectML's headers.
 
         The structure keeps its own size and stride arrays alive.
 
@@ -507,7 +513,7 @@ class BufferTensorDesc:
         return desc
 
     def explain(self, max_elements: int = 64) -> str:
-        """Draw the logical view and the memory view of the tensor, as the seeds do.
+        """Draw the logical view and the memory view of the tensor, as DirectML's documentation does.
 
         Each distinct element offset gets a letter (A, B, C, ...) in order of
         first appearance in logical C order, so broadcast elements repeat their

@@ -6,13 +6,16 @@ All arithmetic is exact (Python integers); nothing wraps around.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, last_index, product
 from .datatypes import element_bits
 from .errors import DescriptorError
+
+if TYPE_CHECKING:
+    from ._typing import DataTypeLike
 
 __all__ = [
     "calc_buffer_tensor_size",
@@ -25,7 +28,7 @@ __all__ = [
 # Canonical dimension letters, in logical (sizes) order, for each rank that has them.
 _CANONICAL_LETTERS = {1: "W", 2: "HW", 3: "DHW", 4: "NCHW", 5: "NCDHW"}
 
-# The named layouts of SPEC section 1, per rank, in the order `BufferTensorDesc.layout` tries them.
+# The named layouts of each rank, in the order `BufferTensorDesc.layout` tries them.
 _NAMED_LAYOUTS = {
     2: ("HW", "WH"),
     3: ("DHW", "WHD"),
@@ -50,7 +53,7 @@ def _bytes_for(bits_per_element: int, elements: int) -> int:
     return (nbytes + 3) // 4 * 4
 
 
-def calc_buffer_tensor_size(data_type: Any, sizes: Sequence[int], strides: Sequence[int] | None = None) -> int:
+def calc_buffer_tensor_size(data_type: DataTypeLike, sizes: Sequence[int], strides: Sequence[int] | None = None) -> int:
     """Minimum implied size in bytes of a buffer tensor (``DMLCalcBufferTensorSize``).
 
     ``bits = (number of elements up to and including the last one) * bits per
@@ -189,7 +192,8 @@ def calculate_strides(
 ) -> tuple[int, ...]:
     """Strides that lay out ``sizes`` (in canonical logical order) in a memory order.
 
-    The seeds' ``CalculateStrides`` generalised to any rank and permutation.
+    The ``CalculateStrides`` helper of DirectML's documentation, generalised to
+    any rank and permutation.
 
     Parameters
     ----------
