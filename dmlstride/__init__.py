@@ -36,6 +36,7 @@ from .datatypes import (
 from .descriptor import DML_BUFFER_TENSOR_DESC, BufferTensorDesc
 from .errors import DescriptorError
 from .sizes import broadcast_strides, calc_buffer_tensor_size, calculate_strides, layout_names
+from .viewsource import ViewSource, view_source
 
 __version__ = "0.1.0"
 
@@ -64,4 +65,6 @@ __all__ = [
     "set_num_threads",
     "set_output_cache",
     "view",
+    "view_source",
+    "ViewSource",
 ]

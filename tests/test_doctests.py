@@ -16,6 +16,7 @@ MODULES = [
     "dmlstride.copy",
     "dmlstride._explain",
     "dmlstride.cli",
+    "dmlstride.viewsource",
 ]
 
 

@@ -116,6 +116,7 @@ def _errors(lines: list[str]) -> dict[int, str]:
 
 
 USER_CODE = """
+import array
 from typing import Any
 
 import numpy as np
@@ -143,7 +144,26 @@ reveal_type(dmlstride.get_num_threads())
 reveal_type(dmlstride.set_num_threads(2))
 reveal_type(dmlstride.set_output_cache(1 << 28))
 reveal_type(dmlstride.output_cache_info())
+src = dmlstride.view_source(np.zeros((4, 4), np.float32)[:, :2])
+reveal_type(src.offset)
+reveal_type(src.desc)
+reveal_type(dmlstride.numpy_dtype("int4"))
 a: np.ndarray[Any, Any] = gather(buf, desc)
+f32: npt.NDArray[np.float32] = gather(src.buffer, src.desc, offset=src.offset, out=out)
+spellings = [
+    BufferTensorDesc(np.float16, [2]),
+    BufferTensorDesc(np.dtype("f4"), [2]),
+    BufferTensorDesc(np.dtype(np.int64), [2]),
+    BufferTensorDesc("UINT8", [2]),
+    BufferTensorDesc("f8", [2]),
+    BufferTensorDesc(float, [2]),
+    BufferTensorDesc(5, [2]),
+]
+size: int = dmlstride.calc_buffer_tensor_size(dmlstride.TensorDataType.INT4, [9])
+bits: int = dmlstride.element_bits("int4") + dmlstride.element_bytes(np.uint16)
+copy_tensor(np.zeros(16, np.uint8), desc, memoryview(buf), packed)
+scatter([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], desc, buf)
+gather(array.array("f", [0.0] * 16), desc)
 shape: tuple[int, ...] = desc.sizes
 total: int = desc.total_tensor_size_in_bytes
 overlap: bool = desc.has_overlap
@@ -156,7 +176,8 @@ except DescriptorError as exc:
 
 EXPECTED_REVEALS = [
     r"numpy\.ndarray\[.*\]",
-    r"numpy\.ndarray\[.*\]",
+    # out= gives its own type back (float32, however this numpy's stubs spell it)
+    r"numpy\.ndarray\[.*numpy\.dtype\[numpy\.(float32|floating\[.*_32Bit\])\]\]",
     r"None",
     r"None",
     r"numpy\.ndarray\[.*\]",
@@ -171,6 +192,9 @@ EXPECTED_REVEALS = [
     r"None",
     r"(builtins\.)?int",
     r"(builtins\.)?tuple\[(builtins\.)?int, (builtins\.)?int\]",
+    r"(builtins\.)?int",
+    r"dmlstride\.(descriptor\.)?BufferTensorDesc",
+    r"numpy\.dtype\[Any\]",
 ]
 
 
@@ -187,7 +211,7 @@ def test_user_code_type_checks_strictly_with_real_types(run_mypy):
 
 MISUSE = """
 import numpy as np
-from dmlstride import BufferTensorDesc, copy_tensor, gather, scatter, view
+from dmlstride import BufferTensorDesc, copy_tensor, gather, scatter, view, view_source
 
 desc = BufferTensorDesc("float32", [2, 3])
 buf = bytearray(64)
@@ -205,6 +229,16 @@ e: bool = desc.sizes
 f: str = view(buf, desc)
 g: bool = desc.has_overlap + ""
 gather(buf, desc, out=[1.0])
+gather(None, desc)
+scatter(np.zeros((2, 3)), desc, "abc")
+copy_tensor(buf, desc, [0] * 64, desc)
+view(3, desc)
+BufferTensorDesc("float31", [2])
+BufferTensorDesc(np.complex64, [2])
+BufferTensorDesc(2.5, [2])
+BufferTensorDesc(None, [2])
+view_source(buf)
+h: str = gather(buf, desc, out=np.empty((2, 3), np.float32))
 """
 
 
@@ -216,6 +250,27 @@ def test_misuse_is_reported(run_mypy):
     first = next(i for i, text in enumerate(source_lines, 1) if text.startswith("a: int"))
     expected = set(range(first, len(source_lines) + 1))
     assert set(errors) == expected, "\n".join(lines)
+    # the two calls of the issue: a None buffer and a str buffer are not buffers
+    none_buffer = source_lines.index("gather(None, desc)") + 1
+    str_buffer = source_lines.index('scatter(np.zeros((2, 3)), desc, "abc")') + 1
+    assert "gather" in errors[none_buffer] and "None" in errors[none_buffer], errors[none_buffer]
+    assert '"str"' in errors[str_buffer] and "Buffer" in errors[str_buffer], errors[str_buffer]
+
+
+def test_the_data_type_literal_holds_only_accepted_spellings():
+    """Every string a type checker accepts is accepted at run time, and every DirectML name is in it."""
+    from typing import get_args
+
+    from dmlstride._typing import DataTypeName
+
+    names = get_args(DataTypeName)
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert dmlstride.data_type(name) is not dmlstride.TensorDataType.UNKNOWN, name
+    for t in dmlstride.TensorDataType:
+        if t is not dmlstride.TensorDataType.UNKNOWN:
+            assert t.name in names and t.name.lower() in names
+    assert "unknown" not in names and "UNKNOWN" not in names
 
 
 def test_the_engine_stub_is_what_mypy_sees(run_mypy):
