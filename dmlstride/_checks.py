@@ -20,6 +20,11 @@ UINT32_MAX = 2**32 - 1
 UINT64_LIMIT = 2**64
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 entry"``, ``"2 entries"``: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def as_int(value: Any, name: str) -> int:
     """An exact Python int from an int or numpy integer; bools, floats and timedeltas are refused."""
     # np.timedelta64 subclasses np.signedinteger, but a duration is not a count.
@@ -37,11 +42,13 @@ def as_dims(values: Any, name: str, *, minimum: int, expected_len: int | None = 
     n = len(values)
     if expected_len is not None and n != expected_len:
         raise DescriptorError(
-            f"{name} has {n} entries; expected {expected_len}, one per dimension (dimension_count)"
+            f"{name} has {counted(n, 'entry', 'entries')}; expected {expected_len}, one per "
+            f"dimension (sizes has {expected_len})"
         )
     if not 1 <= n <= MAX_DIMENSION_COUNT:
         raise DescriptorError(
-            f"{name} has {n} entries; dimension_count must be 1 to {MAX_DIMENSION_COUNT}"
+            f"{name} has {counted(n, 'entry', 'entries')}; expected 1 to {MAX_DIMENSION_COUNT} "
+            f"(a buffer tensor's dimension_count is 1 to {MAX_DIMENSION_COUNT})"
         )
     out = []
     for i, v in enumerate(values):

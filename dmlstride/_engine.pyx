@@ -2093,7 +2093,7 @@ cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -
         ) from None
     except (BufferError, ValueError) as exc:
         # numpy reports a non-contiguous array as ValueError, others as BufferError.
-        raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory") from None
+        raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory (for a strided numpy view, dmlstride.view_source(view) gives the buffer it lives in, its byte offset and its descriptor)") from None
     if writable and view.readonly:
         PyBuffer_Release(view)
         raise BufferError(f"{name} is read-only; expected a writable buffer")

@@ -119,6 +119,8 @@ def explain(desc: BufferTensorDesc, max_elements: int = 64) -> str:
         more than ``4 * max_elements`` offsets, are summarised: a header, a
         summary line, the first few elements and offsets, and ``...``.  The
         summary never enumerates the elements, so it is fast for any size.
+        1 to ``MAX_DRAWN_ELEMENTS`` (4096), default 64: at most 4096 elements
+        over at most 16384 offsets are ever drawn in full.
 
     Returns
     -------

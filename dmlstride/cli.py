@@ -67,7 +67,8 @@ def _broadcast_flags(text: str, rank: int) -> list[bool]:
     if parts and all(p in ("0", "1") for p in parts):
         if len(parts) != rank:
             raise DescriptorError(
-                f"--broadcast {text!r} has {len(parts)} flags; expected {rank}, one per dimension"
+                f"--broadcast {text!r} has {len(parts)} flag{'' if len(parts) == 1 else 's'}; "
+                f"expected {rank}, one per dimension"
             )
         return [p == "1" for p in parts]
     letters = _CANONICAL_LETTERS.get(rank)
@@ -158,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_int,
         default=64,
         metavar="N",
-        help="draw tensors of up to N elements in full, summarise larger ones (default 64)",
+        help="draw tensors of up to N elements (and 4 x N offsets) in full, summarise larger ones; "
+        "1 to 4096 (default 64)",
     )
     describe.set_defaults(run=_describe)
 

@@ -89,6 +89,8 @@ _FROM_NUMPY: dict[np.dtype, TensorDataType] = {
 }
 
 _BY_NAME = {t.name.lower(): t for t in TensorDataType}
+# What a caller may pass, for messages: every type but UNKNOWN, which describes no tensor.
+_VALID_NAMES = ", ".join(t.name.lower() for t in TensorDataType if t is not TensorDataType.UNKNOWN)
 
 
 def _from_numpy_dtype(dt: np.dtype, given: Any) -> TensorDataType:
@@ -144,8 +146,10 @@ def data_type(x: DataTypeLike) -> TensorDataType:
         try:
             return TensorDataType(int(x))
         except ValueError:
+            last = max(TensorDataType)
             raise DescriptorError(
-                f"data_type {int(x)} is not a DirectML data type; expected 0 to {max(TensorDataType)}"
+                f"data_type {int(x)} is not a DirectML data type; expected 1 ({TensorDataType(1).name}) "
+                f"to {int(last)} ({last.name})"
             ) from None
     if isinstance(x, str):
         found = _BY_NAME.get(x.strip().lower())
@@ -156,8 +160,8 @@ def data_type(x: DataTypeLike) -> TensorDataType:
         except (TypeError, ValueError, SyntaxError):
             # numpy parses some malformed strings ("f4,,") with Python's parser.
             raise DescriptorError(
-                f"data_type {x!r} is not a DirectML data type name or numpy dtype; "
-                f"expected one of {', '.join(t.name for t in TensorDataType)}"
+                f"data_type {x!r} is not a DirectML data type name or numpy dtype; expected one "
+                f"of {_VALID_NAMES} (in any case), or a numpy dtype name such as 'f4'"
             ) from None
         return _from_numpy_dtype(dt, x)
     if isinstance(x, np.dtype):

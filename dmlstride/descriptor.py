@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _overlap
-from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, last_index, packed_strides, product
+from ._checks import (
+    UINT32_MAX,
+    UINT64_LIMIT,
+    as_int,
+    as_sizes,
+    as_strides,
+    counted,
+    last_index,
+    packed_strides,
+    product,
+)
 from .datatypes import (
     MAX_ELEMENT_COUNT,
     TensorDataType,
@@ -21,6 +31,7 @@ from .datatypes import (
 from .errors import DescriptorError
 from .sizes import (
     _as_broadcast,
+    _bytes_for,
     _strides_for_order,
     calc_buffer_tensor_size,
     calculate_strides,
@@ -126,11 +137,14 @@ class BufferTensorDesc:
             )
         try:
             minimum = calc_buffer_tensor_size(dt, sizes_t, strides_t)
-        except DescriptorError as exc:
+        except DescriptorError:
             # Every field is valid here; only a minimum of 2**64 bytes or more is left.
+            last = last_index(sizes_t, strides_t or packed_strides(sizes_t))
             raise DescriptorError(
-                f"total_tensor_size_in_bytes cannot be below 2**64 for sizes {sizes_t} and "
-                f"strides {strides_t}: {exc}"
+                f"sizes {sizes_t} with strides {strides_t} put the last element at offset {last}, "
+                f"so the tensor needs {_bytes_for(_element_bits(dt), last + 1)} bytes (its minimum "
+                "implied size), but total_tensor_size_in_bytes is a UINT64 and must be below "
+                "2**64; use smaller strides or sizes"
             ) from None
         if total_tensor_size_in_bytes is None:
             total = minimum
@@ -150,8 +164,8 @@ class BufferTensorDesc:
             elem_bytes = (_element_bits(dt) + 7) // 8
             if align < 0 or align & (align - 1) or align < elem_bytes or align > UINT32_MAX:
                 raise DescriptorError(
-                    f"guaranteed_base_offset_alignment is {align}; expected 0 or a power of two "
-                    f"of at least the element size ({elem_bytes} bytes) and below 2**32"
+                    f"guaranteed_base_offset_alignment is {align}; expected 0 (no promise) or a "
+                    f"power of two from the element size ({counted(elem_bytes, 'byte')}) to 2**31"
                 )
         fl = as_int(flags, "flags")
         if fl < 0 or fl & ~_KNOWN_FLAGS:
@@ -339,7 +353,10 @@ class BufferTensorDesc:
         if isinstance(index, (str, bytes)) or not isinstance(index, (Sequence, np.ndarray)):
             raise TypeError(f"index must be a sequence of integers, not {type(index).__name__}")
         if len(index) != len(self._sizes):
-            raise IndexError(f"index has {len(index)} entries; expected {len(self._sizes)}")
+            raise IndexError(
+                f"index has {counted(len(index), 'entry', 'entries')}; expected {len(self._sizes)}, "
+                "one per dimension"
+            )
         total = 0
         for k, (i, n, s) in enumerate(zip(index, self._sizes, self._effective)):
             i = as_int(i, f"index[{k}]")
@@ -526,7 +543,9 @@ class BufferTensorDesc:
         max_elements : int, optional
             Tensors with more elements than this, or a memory view wider than
             ``4 * max_elements`` offsets, are summarised instead of drawn; the
-            summary never enumerates the elements.
+            summary never enumerates the elements.  1 to 4096
+            (``dmlstride._explain.MAX_DRAWN_ELEMENTS``), default 64: so at most
+            4096 elements over at most 16384 offsets are ever drawn in full.
 
         Returns
         -------
@@ -538,7 +557,7 @@ class BufferTensorDesc:
         TypeError
             ``max_elements`` is not an integer.
         ValueError
-            ``max_elements`` is less than 1.
+            ``max_elements`` is less than 1 or more than 4096.
 
         Examples
         --------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, last_index, product
+from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, counted, last_index, product
 from .datatypes import element_bits
 from .errors import DescriptorError
 
@@ -121,8 +121,9 @@ def layout_order(layout: str | Sequence[int], rank: int) -> tuple[int, ...]:
         letters = _CANONICAL_LETTERS.get(rank)
         if letters is None:
             raise DescriptorError(
-                f"layout {layout!r} is a name, but rank {rank} has no dimension letters; "
-                "give a tuple of axis indices from slowest to fastest"
+                f"layout {layout!r} is a name, but a rank-{rank} tensor has no dimension letters; "
+                "give its axes from slowest to fastest in memory as a tuple of indices, e.g. "
+                f"{tuple(range(rank))}"
             )
         name = layout.strip().upper()
         if sorted(name) != sorted(letters):
@@ -149,7 +150,9 @@ def _as_broadcast(broadcast: Any, rank: int) -> tuple[bool, ...]:
     if isinstance(broadcast, np.ndarray) and broadcast.ndim != 1:
         raise TypeError(f"broadcast must be a flat sequence of booleans; got a {broadcast.ndim}-D array")
     if len(broadcast) != rank:
-        raise DescriptorError(f"broadcast has {len(broadcast)} entries; expected {rank}, one per dimension")
+        raise DescriptorError(
+            f"broadcast has {counted(len(broadcast), 'entry', 'entries')}; expected {rank}, one per dimension"
+        )
     out = []
     for i, b in enumerate(broadcast):
         if not isinstance(b, (bool, int, np.bool_, np.integer)) or b not in (0, 1):
@@ -261,9 +264,11 @@ def broadcast_strides(physical_sizes: Sequence[int], sizes: Sequence[int]) -> tu
             strides[-k] = running
             running *= have
         else:
+            wanted = "1" if want == 1 else f"1 (to broadcast) or {want}"
             raise DescriptorError(
-                f"physical_sizes {physical} do not broadcast to sizes {sizes}: "
-                f"dimension {len(sizes) - k} is {have}, expected 1 or {want}"
+                f"physical_sizes {physical} do not broadcast to sizes {sizes}: aligned from the "
+                f"right, physical_sizes[{len(physical) - k}] is {have} where sizes[{len(sizes) - k}] "
+                f"is {want}; expected {wanted}"
             )
     for axis, s in enumerate(strides):
         if s > UINT32_MAX:
