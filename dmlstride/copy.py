@@ -79,7 +79,14 @@ def _plan(desc: BufferTensorDesc, direction: str) -> _engine.Plan:
 
 
 def _refuse_overlapping_destination(desc: BufferTensorDesc, name: str) -> None:
-    if desc.has_overlap:
+    status = desc._overlap_status()
+    if status is None:
+        raise DescriptorError(
+            f"{name}'s element offsets could not be proven distinct within the overlap analysis' "
+            f"work bound (sizes {desc.sizes}, strides {desc.effective_strides}); refusing to write "
+            "through a destination that might overlap"
+        )
+    if status:
         raise DescriptorError(
             f"{name} has overlapping elements (two indices share an offset, e.g. broadcast strides "
             f"{desc.effective_strides}); writing through it would depend on write order"
@@ -170,6 +177,13 @@ def _check_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> tu
     return nbytes, readonly
 
 
+def _check_writable_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> None:
+    """:func:`_check_fits` for a destination, which must also be writable."""
+    _, readonly = _check_fits(buffer, offset, need, name)
+    if readonly:
+        raise BufferError(f"{name} is read-only; expected a writable buffer")
+
+
 def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
@@ -255,6 +269,7 @@ def scatter(
     """
     _check_desc(desc)
     off = _check_offset(offset, desc, check_alignment, "offset")
+    _check_writable_fits(buffer, off, desc.total_tensor_size_in_bytes)
     _refuse_overlapping_destination(desc, "desc")
     src = _prepare_source(array, desc)
     plan = _plan(desc, "scatter")
@@ -303,6 +318,8 @@ def copy_tensor(
         )
     soff = _check_offset(src_offset, src_desc, check_alignment, "src_offset")
     doff = _check_offset(dst_offset, dst_desc, check_alignment, "dst_offset")
+    _check_fits(src, soff, src_desc.total_tensor_size_in_bytes, "src")
+    _check_writable_fits(dst, doff, dst_desc.total_tensor_size_in_bytes, "dst")
     _refuse_overlapping_destination(dst_desc, "dst_desc")
     bits = src_desc.element_bits
     plan = _cached(
