@@ -372,7 +372,10 @@ def _distinct_offsets(desc: BufferTensorDesc, extent: int) -> int | None:
     dims = [(n, s) for n, s in zip(desc.sizes, desc.effective_strides) if n > 1 and s > 0]
     if not dims:
         return 1
-    reduced = type(desc)(desc.data_type, [n for n, _ in dims], [s for _, s in dims])
+    if len(dims) == sum(n > 1 for n in desc.sizes):
+        reduced = desc  # nothing broadcast: dropping size-1 dimensions changes no answer
+    else:
+        reduced = type(desc)(desc.data_type, [n for n, _ in dims], [s for _, s in dims])
     if not reduced.has_overlap:
         return reduced.element_count
     if extent > _MASK_LIMIT:
