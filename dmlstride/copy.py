@@ -431,24 +431,36 @@ def output_cache_info() -> tuple[int, int]:
     return int(held), int(limit)
 
 
-def _env_int(name: str) -> int | None:
-    """The environment variable ``name`` as an int, or None when unset or not an int."""
-    try:
-        return int(os.environ.get(name, "").strip())
-    except ValueError:
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _env_int(name: str, cap: int) -> int | None:
+    """The environment variable ``name`` as a count, at most ``cap``; None when unusable.
+
+    Only ASCII decimal digits count, with optional ASCII whitespace around
+    them: no sign, no underscores, no other scripts' digits.  Values above
+    ``cap`` (of any length) read as ``cap``.
+    """
+    text = os.environ.get(name, "").strip(" \t\n\r\f\v")
+    if not text or not _ASCII_DIGITS.issuperset(text):
         return None
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(cap)):  # int() of it could pass Python's digit limit
+        return cap
+    return min(int(digits), cap)
 
 
 def _default_output_cache() -> int:
-    n = _env_int("DMLSTRIDE_OUTPUT_CACHE")
-    return n if n is not None and 0 <= n <= sys.maxsize else DEFAULT_OUTPUT_CACHE
+    """DMLSTRIDE_OUTPUT_CACHE (above sys.maxsize: sys.maxsize), else DEFAULT_OUTPUT_CACHE."""
+    n = _env_int("DMLSTRIDE_OUTPUT_CACHE", sys.maxsize)
+    return DEFAULT_OUTPUT_CACHE if n is None else n
 
 
 def _default_threads() -> int:
     """DMLSTRIDE_NUM_THREADS (above MAX_THREADS: MAX_THREADS), else the CPUs available."""
-    n = _env_int("DMLSTRIDE_NUM_THREADS")
+    n = _env_int("DMLSTRIDE_NUM_THREADS", MAX_THREADS)
     if n is not None and n >= 1:
-        return min(n, MAX_THREADS)
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

@@ -52,6 +52,7 @@ HOSTILE = (
        ([65535, 65537], _random_strides(10, 2)), ([2**31 - 1, 2], [2**32 - 1, 2**32 - 2]),
        ([3, 5, 7, 11, 13, 17, 19, 23], _random_strides(11, 8)),
        ([2] * 8, [2**32 - 1 - k for k in range(8)]), ([15] * 8, [2**32 - 1 - 2 * k for k in range(8)]),
+       ([300, 300, 300, 150], _random_strides(12, 4)), ([65535, 32768, 2], _random_strides(13, 3)),
        (UNDECIDED_SIZES, UNDECIDED_STRIDES)]
 )
 
@@ -137,6 +138,12 @@ def test_is_packed_matches_enumeration(sizes, data):
     strides[k] += data.draw(st.sampled_from([0, 0, 1, -1]))
     strides = [max(s, 0) for s in strides]
     assert BufferTensorDesc("uint8", sizes, strides).is_packed is packed_by_enumeration(sizes, strides)
+
+
+@given(st.lists(st.integers(2, 2**31), min_size=3, max_size=3).filter(lambda s: math.prod(s) < 2**32),
+       st.lists(st.integers(1, 2**32 - 1), min_size=3, max_size=3))
+def test_three_dimensions_are_always_decided(sizes, strides):
+    assert _overlap.overlap_status(sizes, strides) is not None
 
 
 def test_past_the_bound_the_answer_is_none_and_has_overlap_is_true():
