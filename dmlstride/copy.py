@@ -379,7 +379,8 @@ def set_num_threads(n: int) -> None:
     """Set the number of threads the kernels may use (at least 1).
 
     Builds without threads always use 1.  The default comes from the
-    ``DMLSTRIDE_NUM_THREADS`` environment variable, else the CPUs available.
+    ``DMLSTRIDE_NUM_THREADS`` environment variable (ASCII decimal digits only;
+    above 1024 it counts as 1024, anything else is ignored), else the CPUs available.
     """
     n = as_int(n, "n")
     if not 1 <= n <= MAX_THREADS:
@@ -406,7 +407,9 @@ def set_output_cache(max_bytes: int) -> int:
     size (at most a quarter smaller) reuses it.  The arrays are ordinary
     numpy arrays that own their data.  Setting the limit frees every cached
     block; 0 turns the cache off.  The default is 256 MiB, or the
-    ``DMLSTRIDE_OUTPUT_CACHE`` environment variable (bytes).
+    ``DMLSTRIDE_OUTPUT_CACHE`` environment variable (bytes; ASCII decimal
+    digits only, above ``sys.maxsize`` it counts as ``sys.maxsize``, anything
+    else is ignored).
 
     Examples
     --------
