@@ -139,17 +139,20 @@ def _half_sums(dims: _Dims) -> np.ndarray:
     return sums
 
 
-def _meet_in_the_middle(dims: _Dims) -> bool | None:
-    """Exact when both halves are small enough, else None."""
+def _halves(dims: _Dims) -> tuple[_Dims, _Dims, int]:
+    """Split the dimensions in two with balanced vector counts; return both and the larger count."""
     halves: tuple[_Dims, _Dims] = ([], [])
     counts = [1, 1]
     for s, m in sorted(dims, key=lambda sm: -sm[1]):
         side = 0 if counts[0] <= counts[1] else 1
         halves[side].append((s, m))
         counts[side] *= 2 * m + 1
-    if max(counts) > MAX_HALF_VECTORS or sum(m * s for s, m in dims) >= 2**62:
-        return None
-    a, b = _half_sums(halves[0]), _half_sums(halves[1])
+    return halves[0], halves[1], max(counts)
+
+
+def _meet_in_the_middle(first: _Dims, second: _Dims) -> bool:
+    """Exact; the caller keeps both halves within MAX_HALF_VECTORS vectors."""
+    a, b = _half_sums(first), _half_sums(second)
     # A solution (dA, dB) != 0: dA . sA == -dB . sB.  Either one half solves alone
     # (its sum 0 reached by a non-zero vector: 0 appears more than once), or the common
     # value is non-zero and, negating d if need be, positive in the first half.
@@ -236,13 +239,13 @@ def overlap_status(sizes: Sequence[int], strides: Sequence[int]) -> bool | None:
     if len(dims) == 2:
         (s0, m0), (s1, m1) = dims
         return _two_dim(s0, m0, s1, m1, 0, True)
-    # The search when its leaves certainly fit its budget (a few dimensions with
-    # few values around two big ones), else meet in the middle, else the search.
-    small = sorted(m for _, m in dims)[:-2]
-    if prod(2 * m + 1 for m in small) > MAX_SEARCH_NODES:
-        found = _meet_in_the_middle(dims)
-        if found is not None:
-            return found
+    # Meet in the middle when it fits, unless the search's leaves are far fewer
+    # (a numpy element costs about 1/100 of a search step): a few dimensions
+    # with few values around two big ones.  Else the search, within its budget.
+    first, second, vectors = _halves(dims)
+    leaves = prod(2 * m + 1 for m in sorted(m for _, m in dims)[:-2])
+    if vectors <= MAX_HALF_VECTORS and vectors <= 100 * leaves and sum(m * s for s, m in dims) < 2**62:
+        return _meet_in_the_middle(first, second)
     try:
         return _search(dims)
     except _OutOfWork:
