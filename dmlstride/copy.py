@@ -243,6 +243,8 @@ def scatter(
         casting="same_kind")`` would, refused otherwise.
     desc : BufferTensorDesc
         Must not overlap (``desc.has_overlap``), or the result would depend on write order.
+        A descriptor whose offsets the overlap analysis cannot prove distinct
+        within its work bound counts as overlapping and is refused too.
     buffer : writable buffer-like
     offset, check_alignment
         As for :func:`gather`.
@@ -252,7 +254,9 @@ def scatter(
     BufferError
         The buffer is read-only, not contiguous or too small.
     DescriptorError
-        The destination overlaps, or ``offset`` breaks the alignment rule.
+        The destination overlaps (or is not proven not to), or ``offset``
+        breaks the alignment rule.  Buffer checks come first: a buffer too
+        small for the descriptor is refused before any overlap analysis.
     TypeError
         ``array``'s dtype cannot be converted under ``same_kind``.
     ValueError
@@ -343,7 +347,8 @@ def view(buffer: Any, desc: BufferTensorDesc, *, offset: int = 0, check_alignmen
     """A zero-copy numpy view of the tensor ``desc`` describes in ``buffer``.
 
     Byte strides are element strides times the item size.  The view is
-    read-only when the descriptor overlaps (e.g. broadcast) or the buffer is
+    read-only when the descriptor overlaps (e.g. broadcast, or offsets the
+    overlap analysis cannot prove distinct within its bound) or the buffer is
     read-only.  4-bit types cannot be viewed; use :func:`gather`.
 
     Examples
