@@ -13,8 +13,11 @@ command line (``dmlstride.cli.main``: exit status 2 and one line on stderr).
 from __future__ import annotations
 
 import array
+import contextlib
 import mmap
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -549,6 +552,39 @@ def _run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[Any, 
         rc = stop.code
     captured = capsys.readouterr()
     return rc, captured.out, captured.err
+
+
+class _Deadline(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fail a call that runs longer than ``seconds`` (a refusal must come at once, not hang the run).
+
+    Uses SIGALRM, which interrupts Python-level loops; elsewhere it only runs the call.
+    """
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Deadline(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def refuse_at_once():
+    """Every catalogue entry must end quickly: a hang fails its test instead of stopping the run."""
+    with deadline(20):
+        yield
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
