@@ -129,7 +129,8 @@ def explain(desc: BufferTensorDesc, max_elements: int = 64) -> str:
 
         * a header: data type, sizes, strides (``packed (implicit)`` when the
           descriptor has none), the classification (packed, padded, broadcast,
-          overlapping) and the layout name when there is one;
+          overlapping, overlap not ruled out) and the layout name when there
+          is one;
         * ``summary:`` element count, offset extent, padding count and overlap;
         * ``logical view:`` one name per element;
         * ``memory view``: the ``offset:`` and ``value:`` rows (offsets count
@@ -197,8 +198,11 @@ def _header(desc: BufferTensorDesc) -> str:
         words.append("padded")
     if desc.is_broadcast:
         words.append("broadcast")
-    if desc.has_overlap:
+    status = desc._overlap_status()
+    if status:
         words.append("overlapping")
+    elif status is None:
+        words.append("overlap not ruled out")
     layout = desc.layout
     if layout is not None:
         words.append(f"layout {layout}")
@@ -206,8 +210,11 @@ def _header(desc: BufferTensorDesc) -> str:
 
 
 def _overlap_text(desc: BufferTensorDesc) -> str:
-    if not desc.has_overlap:
+    status = desc._overlap_status()
+    if status is False:
         return "no overlap"
+    if status is None:
+        return "overlap not ruled out (offsets not proven distinct within the analysis bound)"
     axes = [str(k) for k, (n, s) in enumerate(zip(desc.sizes, desc.effective_strides)) if n > 1 and s == 0]
     if axes:
         plural = "s" if len(axes) > 1 else ""
@@ -220,7 +227,7 @@ def _summary_line(desc: BufferTensorDesc, extent: int, distinct: int | None) -> 
     plural = "" if count == 1 else "s"
     parts = [f"summary: {count} element{plural}, element offsets 0..{extent - 1} (extent {extent})"]
     if distinct is None:
-        parts.append("padding not counted (overlapping strides over a large extent)")
+        parts.append("padding not counted (offsets that may repeat, over a large extent)")
     else:
         if distinct != count:
             parts.append(f"{distinct} distinct")
@@ -367,7 +374,10 @@ def _distinct_offsets(desc: BufferTensorDesc, extent: int) -> int | None:
     dims = [(n, s) for n, s in zip(desc.sizes, desc.effective_strides) if n > 1 and s > 0]
     if not dims:
         return 1
-    reduced = type(desc)(desc.data_type, [n for n, _ in dims], [s for _, s in dims])
+    if len(dims) == sum(n > 1 for n in desc.sizes):
+        reduced = desc  # nothing broadcast: dropping size-1 dimensions changes no answer
+    else:
+        reduced = type(desc)(desc.data_type, [n for n, _ in dims], [s for _, s in dims])
     if not reduced.has_overlap:
         return reduced.element_count
     if extent > _MASK_LIMIT:

@@ -246,7 +246,7 @@ def _describe(args: argparse.Namespace) -> None:
         ("packed", _yes(desc.is_packed)),
         ("padded", _yes(desc.is_padded)),
         ("broadcast", _yes(desc.is_broadcast)),
-        ("overlap", _yes(desc.has_overlap)),
+        ("overlap", "not ruled out" if desc._overlap_status() is None else _yes(desc.has_overlap)),
         ("layout", desc.layout or "none"),
     ]
     width = max(len(name) for name, _ in rows) + 1

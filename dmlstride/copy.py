@@ -85,7 +85,14 @@ def _plan(desc: BufferTensorDesc, direction: str) -> _engine.Plan:
 
 
 def _refuse_overlapping_destination(desc: BufferTensorDesc, name: str) -> None:
-    if desc.has_overlap:
+    status = desc._overlap_status()
+    if status is None:
+        raise DescriptorError(
+            f"{name}'s element offsets could not be proven distinct within the overlap analysis' "
+            f"work bound (sizes {desc.sizes}, strides {desc.effective_strides}); refusing to write "
+            "through a destination that might overlap"
+        )
+    if status:
         raise DescriptorError(
             f"{name} has overlapping elements (two indices share an offset, e.g. broadcast strides "
             f"{desc.effective_strides}); writing through it would depend on write order"
@@ -195,6 +202,13 @@ def _check_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> tu
     return nbytes, readonly
 
 
+def _check_writable_fits(buffer: Any, offset: int, need: int, name: str = "buffer") -> None:
+    """:func:`_check_fits` for a destination, which must also be writable."""
+    _, readonly = _check_fits(buffer, offset, need, name)
+    if readonly:
+        raise BufferError(f"{name} is read-only; expected a writable buffer")
+
+
 def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
@@ -254,6 +268,8 @@ def scatter(
         casting="same_kind")`` would, refused otherwise.
     desc : BufferTensorDesc
         Must not overlap (``desc.has_overlap``), or the result would depend on write order.
+        A descriptor whose offsets the overlap analysis cannot prove distinct
+        within its work bound counts as overlapping and is refused too.
     buffer : writable buffer-like
     offset, check_alignment
         As for :func:`gather`.
@@ -263,7 +279,9 @@ def scatter(
     BufferError
         The buffer is read-only, not contiguous or too small.
     DescriptorError
-        The destination overlaps, or ``offset`` breaks the alignment rule.
+        The destination overlaps (or is not proven not to), or ``offset``
+        breaks the alignment rule.  Buffer checks come first: a buffer too
+        small for the descriptor is refused before any overlap analysis.
     TypeError
         ``array``'s dtype cannot be converted under ``same_kind``.
     ValueError
@@ -280,6 +298,7 @@ def scatter(
     """
     _check_desc(desc)
     off = _check_offset(offset, desc, check_alignment, "offset")
+    _check_writable_fits(buffer, off, desc.total_tensor_size_in_bytes)
     _refuse_overlapping_destination(desc, "desc")
     src = _prepare_source(array, desc)
     plan = _plan(desc, "scatter")
@@ -328,6 +347,8 @@ def copy_tensor(
         )
     soff = _check_offset(src_offset, src_desc, check_alignment, "src_offset")
     doff = _check_offset(dst_offset, dst_desc, check_alignment, "dst_offset")
+    _check_fits(src, soff, src_desc.total_tensor_size_in_bytes, "src")
+    _check_writable_fits(dst, doff, dst_desc.total_tensor_size_in_bytes, "dst")
     _refuse_overlapping_destination(dst_desc, "dst_desc")
     bits = src_desc.element_bits
     plan = _cached(
@@ -353,7 +374,8 @@ def view(
     """A zero-copy numpy view of the tensor ``desc`` describes in ``buffer``.
 
     Byte strides are element strides times the item size.  The view is
-    read-only when the descriptor overlaps (e.g. broadcast) or the buffer is
+    read-only when the descriptor overlaps (e.g. broadcast, or offsets the
+    overlap analysis cannot prove distinct within its bound) or the buffer is
     read-only.  4-bit types cannot be viewed; use :func:`gather`.
 
     Examples
@@ -389,7 +411,8 @@ def set_num_threads(n: int) -> None:
     """Set the number of threads the kernels may use (at least 1).
 
     Builds without threads always use 1.  The default comes from the
-    ``DMLSTRIDE_NUM_THREADS`` environment variable, else the CPUs available.
+    ``DMLSTRIDE_NUM_THREADS`` environment variable (ASCII decimal digits only;
+    above 1024 it counts as 1024, anything else is ignored), else the CPUs available.
     """
     n = as_int(n, "n")
     if not 1 <= n <= MAX_THREADS:
@@ -416,7 +439,9 @@ def set_output_cache(max_bytes: int) -> int:
     size (at most a quarter smaller) reuses it.  The arrays are ordinary
     numpy arrays that own their data.  Setting the limit frees every cached
     block; 0 turns the cache off.  The default is 256 MiB, or the
-    ``DMLSTRIDE_OUTPUT_CACHE`` environment variable (bytes).
+    ``DMLSTRIDE_OUTPUT_CACHE`` environment variable (bytes; ASCII decimal
+    digits only, above ``sys.maxsize`` it counts as ``sys.maxsize``, anything
+    else is ignored).
 
     Examples
     --------
@@ -441,24 +466,36 @@ def output_cache_info() -> tuple[int, int]:
     return int(held), int(limit)
 
 
-def _env_int(name: str) -> int | None:
-    """The environment variable ``name`` as an int, or None when unset or not an int."""
-    try:
-        return int(os.environ.get(name, "").strip())
-    except ValueError:
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _env_int(name: str, cap: int) -> int | None:
+    """The environment variable ``name`` as a count, at most ``cap``; None when unusable.
+
+    Only ASCII decimal digits count, with optional ASCII whitespace around
+    them: no sign, no underscores, no other scripts' digits.  Values above
+    ``cap`` (of any length) read as ``cap``.
+    """
+    text = os.environ.get(name, "").strip(" \t\n\r\f\v")
+    if not text or not _ASCII_DIGITS.issuperset(text):
         return None
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(cap)):  # int() of it could pass Python's digit limit
+        return cap
+    return min(int(digits), cap)
 
 
 def _default_output_cache() -> int:
-    n = _env_int("DMLSTRIDE_OUTPUT_CACHE")
-    return n if n is not None and 0 <= n <= sys.maxsize else DEFAULT_OUTPUT_CACHE
+    """DMLSTRIDE_OUTPUT_CACHE (above sys.maxsize: sys.maxsize), else DEFAULT_OUTPUT_CACHE."""
+    n = _env_int("DMLSTRIDE_OUTPUT_CACHE", sys.maxsize)
+    return DEFAULT_OUTPUT_CACHE if n is None else n
 
 
 def _default_threads() -> int:
     """DMLSTRIDE_NUM_THREADS (above MAX_THREADS: MAX_THREADS), else the CPUs available."""
-    n = _env_int("DMLSTRIDE_NUM_THREADS")
+    n = _env_int("DMLSTRIDE_NUM_THREADS", MAX_THREADS)
     if n is not None and n >= 1:
-        return min(n, MAX_THREADS)
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

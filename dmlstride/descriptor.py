@@ -297,19 +297,34 @@ class BufferTensorDesc:
         """Element offset of the last element, ``sum((size - 1) * stride)``."""
         return self._last
 
-    @property
-    def has_overlap(self) -> bool:
-        """Exactly: do two distinct indices share an element offset?"""
+    def _overlap_status(self) -> bool | None:
+        """Overlap proven (True), distinct offsets proven (False), or not decided (None)."""
         o = self._overlap
         if o is None:
-            o = _overlap.has_overlap(self._sizes, self._effective)
+            status = _overlap.overlap_status(self._sizes, self._effective)
+            o = "unknown" if status is None else status
             object.__setattr__(self, "_overlap", o)
-        return o
+        return None if o == "unknown" else o
+
+    @property
+    def has_overlap(self) -> bool:
+        """Do two distinct indices share an element offset (or might they)?
+
+        Exact whenever the overlap analysis decides within its work bound,
+        which covers every descriptor whose strides nest (each stride beyond the
+        extent of the smaller ones), every broadcast, and small and typical
+        descriptors.  Past the bound the answer is ``True``: the offsets could
+        not be proven distinct, so the descriptor is treated as overlapping.
+        """
+        return self._overlap_status() is not False
 
     @property
     def is_packed(self) -> bool:
-        """Every element has its own offset and the offsets fill ``0 .. count - 1``."""
-        return self._last + 1 == self.element_count and not self.has_overlap
+        """Every element has its own offset and the offsets fill ``0 .. count - 1``.
+
+        Decided by sorting the strides, without the overlap analysis.
+        """
+        return _overlap.is_packed(self._sizes, self._effective)
 
     @property
     def is_broadcast(self) -> bool:
@@ -318,7 +333,10 @@ class BufferTensorDesc:
 
     @property
     def is_padded(self) -> bool:
-        """No overlap, and the strides leave gaps (more offsets than elements)."""
+        """No overlap, and the strides leave gaps (more offsets than elements).
+
+        Past the overlap analysis' work bound ``has_overlap`` is ``True``, so this is ``False``.
+        """
         return self._last + 1 > self.element_count and not self.has_overlap
 
     @property

@@ -13,8 +13,11 @@ command line (``dmlstride.cli.main``: exit status 2 and one line on stderr).
 from __future__ import annotations
 
 import array
+import contextlib
 import mmap
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +137,16 @@ F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32
 F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2])
 # 256 elements spread over 8 dimensions with distinct huge strides (no two share an offset).
 F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)])
+# Eight dimensions of 15-16 elements with unrelated strides near 2**32: deciding whether two
+# elements share an offset is hard, and the buffer check must refuse it before anyone tries.
+U8_8D_HOSTILE_SIZES = [16] * 7 + [15]
+U8_8D_HOSTILE_STRIDES = [3382962190, 4058696965, 2541040493, 3800621477, 3509189500, 3187325960, 3394439372,
+                         2937193812]
+
+
+def _hostile() -> BufferTensorDesc:
+    """A fresh descriptor each time, so no earlier call has analysed it."""
+    return BufferTensorDesc("uint8", U8_8D_HOSTILE_SIZES, U8_8D_HOSTILE_STRIDES)
 
 
 def _ro_out(b: Buffers) -> np.ndarray:
@@ -408,6 +421,12 @@ CASES: list[Case] = [
     Case("scatter-far-elements", lambda b: scatter(np.ones((2, 2)), F64_FAR, b.ba), BufferError, "too small"),
     Case("scatter-8-dims-huge-strides", lambda b: scatter(np.ones([2] * 8), F64_8D_FAR, b.np), BufferError,
          "too small"),
+    Case("scatter-8-dims-hostile-strides",
+         lambda b: scatter(np.broadcast_to(np.uint8(0), U8_8D_HOSTILE_SIZES), _hostile(), b.ba), BufferError,
+         "buffer too small"),
+    Case("scatter-8-dims-hostile-strides-misaligned",
+         lambda b: scatter(np.broadcast_to(np.uint8(0), U8_8D_HOSTILE_SIZES), _hostile(), b.ba, offset=1),
+         DescriptorError, "offset is 1"),
     Case("scatter-offset-2**62", lambda b: scatter(b.arr, U8_2x3, b.ba, offset=2**62), BufferError, "offset"),
     # ------------------------------------------------------------------ copy_tensor
     Case("copy-sizes-differ", lambda b: copy_tensor(b.by, U8_2x3, b.ba, U8_2x3_T), DescriptorError,
@@ -423,6 +442,11 @@ CASES: list[Case] = [
          "contiguous"),
     Case("copy-dst-overlapping", lambda b: copy_tensor(b.by, U8_2x3, b.ba, BufferTensorDesc("uint8", [2, 3], [1, 1])),
          DescriptorError, "overlapping"),
+    Case("copy-8-dims-hostile-strides", lambda b: copy_tensor(b.by, _hostile(), b.ba, _hostile()), BufferError,
+         "src too small"),
+    Case("copy-dst-8-dims-hostile-strides",
+         lambda b: copy_tensor(b.by, BufferTensorDesc("uint8", U8_8D_HOSTILE_SIZES, [0] * 8), b.ba, _hostile()),
+         BufferError, "dst too small"),
     Case("copy-src-too-small", lambda b: copy_tensor(b.small, U8_2x3, b.ba, U8_2x3), BufferError, "too small"),
     Case("copy-dst-too-small", lambda b: copy_tensor(b.by, U8_2x3, b.small, U8_2x3), BufferError, "too small"),
     Case("copy-same-buffer-dst-too-small",
@@ -445,6 +469,7 @@ CASES: list[Case] = [
     Case("view-int4", lambda b: view(b.by, I4_2), DescriptorError, "4 bits"),
     Case("view-buffer-none", lambda b: view(None, U8_2x3), TypeError, "buffer protocol"),
     Case("view-desc-list", lambda b: view(b.by, [2, 3]), TypeError, "desc must be"),
+    Case("view-8-dims-hostile-strides", lambda b: view(b.by, _hostile()), BufferError, "buffer too small"),
     Case("view-too-small", lambda b: view(b.small, U8_2x3), BufferError, "too small"),
     Case("view-offset-past-end", lambda b: view(b.by, U8_2x3, offset=64), BufferError, "too small"),
     Case("view-offset-negative", lambda b: view(b.by, U8_2x3, offset=-16), BufferError, "offset is -16"),
@@ -529,6 +554,39 @@ def _run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[Any, 
         rc = stop.code
     captured = capsys.readouterr()
     return rc, captured.out, captured.err
+
+
+class _Deadline(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fail a call that runs longer than ``seconds`` (a refusal must come at once, not hang the run).
+
+    Uses SIGALRM, which interrupts Python-level loops; elsewhere it only runs the call.
+    """
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Deadline(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def refuse_at_once():
+    """Every catalogue entry must end quickly: a hang fails its test instead of stopping the run."""
+    with deadline(20):
+        yield
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

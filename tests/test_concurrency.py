@@ -390,15 +390,20 @@ def _threads_at_import(tmp_path, value: str) -> tuple[int, bool, int]:
     return int(n), bool(int(have)), int(cpus)
 
 
-@pytest.mark.parametrize("value,expect", [("1", 1), ("3", 3), (" 2 ", 2), ("1024", 1024),
-                                          ("5000", 1024), ("9" * 30, 1024)])
+@pytest.mark.parametrize("value,expect", [("1", 1), ("3", 3), (" 2 ", 2), ("\t3\n", 3), ("1024", 1024),
+                                          ("5000", 1024), ("9" * 30, 1024),
+                                          pytest.param("9" * 5000, 1024, id="5000-nines"),
+                                          pytest.param("0" * 5000 + "3", 3, id="5000-zeros-3")])
 def test_environment_sets_the_default_thread_count(tmp_path, value, expect):
     # Counts above the 1024 that set_num_threads accepts are capped there.
     n, have, _ = _threads_at_import(tmp_path, value)
     assert n == (expect if have else 1)
 
 
-@pytest.mark.parametrize("value", ["", "0", "-2", "two", "1.5"])
+@pytest.mark.parametrize("value", ["", "0", "-2", "two", "1.5",
+                                   # ASCII decimal digits only: not what int() also reads
+                                   "1_0", "+3", "\u0663", "\u0661\u0660", "\uff13", "\u00a03\u00a0",
+                                   "1e3", "0x10", pytest.param("-" + "9" * 5000, id="minus-5000-nines")])
 def test_unusable_environment_values_fall_back_to_the_cpu_count(tmp_path, value):
     n, have, cpus = _threads_at_import(tmp_path, value)
     assert n == (max(1, cpus) if have else 1)

@@ -213,7 +213,13 @@ def test_non_integer_limits_are_refused(value):
     assert ds.output_cache_info() == before
 
 
-@pytest.mark.parametrize("env,limit", [("0", 0), ("1048576", MIB), ("junk", 256 * MIB), ("-5", 256 * MIB)])
+@pytest.mark.parametrize("env,limit", [
+    ("0", 0), ("1048576", MIB), (" 1048576\n", MIB), ("junk", 256 * MIB), ("-5", 256 * MIB),
+    # ASCII decimal digits only; a huge value of any length is capped at sys.maxsize.
+    ("1_048_576", 256 * MIB), ("+1048576", 256 * MIB), ("\u0661\u0660\u0664\u0668\u0665\u0667\u0666", 256 * MIB),
+    pytest.param("9" * 5000, sys.maxsize, id="5000-nines"), (str(sys.maxsize + 1), sys.maxsize),
+    pytest.param("0" * 5000 + "1048576", MIB, id="5000-zeros-1048576"),
+])
 def test_environment_sets_the_default_limit(env, limit, tmp_path):
     res = run_python(["-c", "import dmlstride as ds; print(ds.output_cache_info()[1])"], tmp_path,
                       DMLSTRIDE_OUTPUT_CACHE=env)

@@ -11,6 +11,9 @@ checks the outcome:
 * every call the rules allow succeeds, and every call they forbid (an element
   outside the buffer, a read-only destination, an overlapping destination, a
   field out of range, ...) is refused;
+* descriptors with 5 to 8 dimensions and strides near 2**32 (where deciding
+  overlap is hard) get every property and entry point answered within a
+  bounded CPU time, and the buffer checks refuse a small buffer at once;
 * a call that succeeds gives exactly what a numpy fancy-index reference gives,
   byte for byte; a scatter or copy writes the tensor's elements and nothing
   else; a refused call writes nothing;
@@ -809,6 +812,79 @@ def op_methods(r: Reader) -> None:
         check(desc.has_overlap == (np.unique(offs).size != offs.size), "has_overlap")
 
 
+def hostile_desc(r: Reader) -> BufferTensorDesc:
+    """5 to 8 dimensions of up to 16 elements with strides near 2**32, where overlap is hard to decide."""
+    ndim = 5 + r.below(4)
+    big = r.chance(160)
+    sizes = [(r.below(5) + 12 if big else r.below(16) + 1) for _ in range(ndim)]
+    while int(np.prod(sizes, dtype=np.float64)) >= U32:
+        sizes[sizes.index(max(sizes))] -= 1
+    strides = [2**31 + r.uint(4) % 2**31 for _ in range(ndim)]
+    style = r.byte()
+    if style < 90:
+        # The last stride a small combination of the others: an overlap for the analysis to find.
+        combo = abs(sum((r.below(7) - 3) * s for s in strides[:-1]))
+        if 0 < combo < U32:
+            strides[-1] = combo
+    elif style < 130:
+        strides = [U32 - 1 - r.below(64) for _ in range(ndim)]
+    dt = r.pick([TensorDataType.UINT8, TensorDataType.FLOAT32, TensorDataType.INT4, TensorDataType.FLOAT64])
+    return BufferTensorDesc(dt, sizes, strides)
+
+
+# CPU seconds any one call may spend on a hostile descriptor (the analysis itself
+# stays under 0.1 s; the margin keeps a busy machine from failing the run).
+HOSTILE_CPU_LIMIT = 0.25
+
+
+def timed(call: Any, label: str) -> Any:
+    """``call()``, checked to return (or raise an allowed error) within HOSTILE_CPU_LIMIT of CPU time."""
+    start = time.thread_time()
+    try:
+        return call()
+    finally:
+        spent = time.thread_time() - start
+        check(spent < HOSTILE_CPU_LIMIT, f"{label} took {spent:.3f} s of CPU")
+
+
+def op_hostile(r: Reader) -> None:
+    """Many dimensions, huge strides: every property and entry point answers quickly and safely."""
+    desc = hostile_desc(r)
+    which = r.below(5)
+    if which == 0:
+        overlap = timed(lambda: desc.has_overlap, "has_overlap")
+        status = dmlstride._overlap.overlap_status(desc.sizes, desc.effective_strides)
+        check(overlap is (status is not False), "has_overlap disagrees with the analysis")
+        check(timed(lambda: desc.is_padded, "is_padded") is (not overlap and desc.last_offset + 1 > desc.element_count),
+              "is_padded")
+        packed = timed(lambda: desc.is_packed, "is_packed")
+        if desc.element_count <= 1 << 14:
+            truth = ref.overlaps(desc.sizes, desc.effective_strides)
+            check(status in (None, truth), f"overlap analysis says {status} for {desc!r}, enumeration {truth}")
+            offs = np.sort(ref.element_offsets_np(desc.sizes, desc.effective_strides))
+            check(packed is bool(np.array_equal(offs, np.arange(offs.size))), "is_packed")
+    elif which == 1:
+        text = timed(lambda: desc.explain(r.pick([1, 8, 64])), "explain")
+        status = dmlstride._overlap.overlap_status(desc.sizes, desc.effective_strides)
+        check(("overlap not ruled out" in text) is (status is None), "explain's overlap wording")
+    else:
+        # A small buffer: the bounds check refuses at once, before any overlap analysis.
+        buf = bytearray(r.below(64))
+        before = bytes(buf)
+        values = np.broadcast_to(np.zeros((), dtype=numpy_dtype(desc.data_type)), desc.sizes)
+        calls = {2: lambda: scatter(values, desc, buf, check_alignment=False),
+                 3: lambda: copy_tensor(buf, desc, buf, desc, check_alignment=False),
+                 4: lambda: view(buf, desc, check_alignment=False)}
+        label = {2: "hostile scatter", 3: "hostile copy_tensor", 4: "hostile view"}[which]
+        try:
+            timed(lambda: expect(calls[which], {"BufferError"} | ({"DescriptorError"} if which == 4 and
+                                                                     desc.element_bits == 4 else set()), label),
+                  label)
+        except ALLOWED:
+            pass
+        check(bytes(buf) == before, f"{label} wrote although refused")
+
+
 CLI_WORDS = ["size", "describe", "--dtype", "--sizes", "--strides", "--layout", "--broadcast", "--row-pitch",
              "--total-size", "--alignment", "--max-elements", "--version", "float32", "uint8", "int4", "x",
              "2,3", "1,1,3,5", "0", "-1", "3", "4294967296", "4294967295,4294967295", "2,,3", "", "NCHW", "HW",
@@ -837,7 +913,7 @@ def op_cli(r: Reader) -> None:
 
 
 OPERATIONS = [op_descriptor, op_sizes, op_gather, op_gather, op_scatter, op_scatter, op_copy, op_copy,
-              op_view, op_methods, op_cli]
+              op_view, op_methods, op_cli, op_hostile]
 
 
 def one_input(data: bytes) -> None:
