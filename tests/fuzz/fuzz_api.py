@@ -45,6 +45,7 @@ import argparse
 import array
 import collections
 import contextlib
+import ctypes
 import io
 import mmap
 import os
@@ -365,7 +366,36 @@ def tame_desc(r: Reader) -> tuple[BufferTensorDesc | None, Any]:
 
 # The first kind (what an exhausted input picks) is the plainest writable buffer.
 BUFFER_KINDS = ["bytearray", "ndarray", "bytes", "ndarray-f32", "ndarray-ro", "ndarray-strided",
-                "memoryview", "memoryview-ro", "memoryview-strided", "array", "mmap", "bytearray", "ndarray"]
+                "memoryview", "memoryview-ro", "memoryview-strided", "array", "mmap", "bytearray", "ndarray",
+                "objects", "objects-record", "objects-ctypes", "objects-union", "objects-cast", "pointers-char_p"]
+
+
+class _UnionObject(ctypes.Union):
+    _fields_ = [("i", ctypes.c_uint64), ("o", ctypes.py_object)]
+
+
+def unsafe_buffer(kind: str, length: int) -> tuple[Any, list[Any]]:
+    """A buffer of about ``length`` bytes holding Python objects or pointers, and the objects it refers to."""
+    n = max(length // 8, 1)
+    items: list[Any] = [object() for _ in range(n)]
+    if kind == "objects":
+        return np.array(items, dtype=object), items
+    if kind == "objects-record":
+        rec = np.zeros(n, dtype=[("x", "f4"), ("o", "O")])
+        rec["o"] = items
+        return rec, items
+    if kind == "objects-ctypes":
+        return (ctypes.py_object * n)(*items), items
+    if kind == "objects-union":
+        u = (_UnionObject * n)()
+        for k in range(n):
+            u[k].o = items[k]
+        return u, items
+    if kind == "objects-cast":
+        base = np.array(items, dtype=object)
+        return memoryview(base).cast("B"), [base, *items]
+    strings = [b"s%d" % k for k in range(n)]
+    return (ctypes.c_char_p * n)(*strings), strings
 
 
 class Buf:
@@ -377,9 +407,13 @@ class Buf:
         data = np.random.default_rng(seed).integers(0, 256, size=max(length, 0) + 8, dtype=np.uint8)
         self.contiguous = True
         self.writable = True
-        self._close = None
         k = self.kind
-        if k == "bytes":
+        # Holds Python object references or pointers: every entry point must refuse it (TypeError).
+        self.unsafe = k.startswith(("objects", "pointers"))
+        self._close = None
+        if self.unsafe:
+            self.obj, self.items = unsafe_buffer(k, length)
+        elif k == "bytes":
             self.obj = data[:length].tobytes()
             self.writable = False
         elif k == "bytearray":
@@ -415,6 +449,8 @@ class Buf:
 
     def raw(self) -> np.ndarray:
         """A copy of the bytes the buffer exposes."""
+        if self.unsafe:
+            return np.frombuffer(bytes(memoryview(self.obj).cast("B")), dtype=np.uint8).copy()
         if isinstance(self.obj, np.ndarray):
             return np.ascontiguousarray(self.obj).view(np.uint8).reshape(-1).copy()
         return np.frombuffer(bytes(self.obj), dtype=np.uint8).copy()
@@ -457,6 +493,8 @@ def offset_violations(off: Any, desc: BufferTensorDesc, check_alignment: Any) ->
 
 def buffer_violations(buf: Buf, off: Any, desc: BufferTensorDesc, write: bool) -> Violations:
     v: Violations = set()
+    if buf.unsafe:
+        v.add("TypeError")
     if not buf.contiguous:
         v.add("BufferError")
     if write and not buf.writable:
@@ -630,6 +668,8 @@ def wild_out(r: Reader, desc: BufferTensorDesc) -> tuple[Any, Violations]:
     if kind == 3:
         out = np.full(tuple(reversed(desc.sizes)), 7, dtype=dtype).T
         return out, set() if out.flags.c_contiguous else {"BufferError"}
+    if r.chance(128):
+        return np.full(desc.sizes, None, dtype=object), {"TypeError"}     # holds Python objects
     return np.full(desc.sizes, 7, dtype=dtype).tolist(), {"TypeError"}
 
 
@@ -657,6 +697,11 @@ def wild_values(r: Reader, desc: BufferTensorDesc) -> tuple[Any, Violations]:
         values = np.zeros(desc.sizes, dtype=other)
         ok = np.can_cast(values.dtype, dtype, casting="same_kind")
         return values, set() if ok else {"TypeError"}
+    if k < 245:
+        # Python objects, as an object array or a nested list of objects: refused, never converted.
+        values = np.empty(desc.sizes, dtype=object)
+        values.flat[:] = [object() for _ in range(values.size)]
+        return (values if r.chance(128) else values.tolist()), {"TypeError"}
     if k < 250:
         values = np.zeros(desc.sizes, dtype=dtype).tolist()
         ok = np.can_cast(np.asarray(values).dtype, dtype, casting="same_kind")
