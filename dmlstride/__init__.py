@@ -18,6 +18,7 @@ from .copy import (
 from .datatypes import (
     MAX_DIMENSION_COUNT,
     MAX_ELEMENT_COUNT,
+    MAX_ELEMENT_EXTENT,
     MINIMUM_BUFFER_TENSOR_ALIGNMENT,
     TensorDataType,
     TensorFlags,
@@ -38,6 +39,7 @@ __all__ = [
     "DescriptorError",
     "MAX_DIMENSION_COUNT",
     "MAX_ELEMENT_COUNT",
+    "MAX_ELEMENT_EXTENT",
     "MINIMUM_BUFFER_TENSOR_ALIGNMENT",
     "TensorDataType",
     "TensorFlags",

@@ -147,6 +147,12 @@ def _parser() -> argparse.ArgumentParser:
         help="GuaranteedBaseOffsetAlignment: 0 or a power of two (default 0)",
     )
     describe.add_argument(
+        "--no-directml-limits",
+        action="store_true",
+        help="lift DirectML's limits on the element count, the element extent (last offset + 1) "
+        "and the total size (2**32 - 1 elements); sizes and strides must still fit in 32 bits",
+    )
+    describe.add_argument(
         "--max-elements",
         type=_int,
         default=64,
@@ -179,10 +185,12 @@ def _descriptor(args: argparse.Namespace) -> BufferTensorDesc:
         layout = args.layout if args.layout is not None else tuple(range(len(sizes)))
         broadcast = None if args.broadcast is None else _broadcast_flags(args.broadcast, len(sizes))
         shaped = BufferTensorDesc.from_layout(
-            args.dtype, sizes, layout, broadcast=broadcast, row_pitch_alignment=args.row_pitch
+            args.dtype, sizes, layout, broadcast=broadcast, row_pitch_alignment=args.row_pitch,
+            directml_limits=not args.no_directml_limits,
         )
         strides = list(shaped.strides) if shaped.strides is not None else None
-    return BufferTensorDesc(args.dtype, sizes, strides, args.total_size, args.alignment)
+    return BufferTensorDesc(args.dtype, sizes, strides, args.total_size, args.alignment,
+                            directml_limits=not args.no_directml_limits)
 
 
 def _yes(flag: bool) -> str:

@@ -131,14 +131,14 @@ U8_2x3_T = BufferTensorDesc("uint8", [3, 2])
 U4_6 = BufferTensorDesc("uint4", [6])
 I4_2 = BufferTensorDesc("int4", [2])
 # A valid descriptor (size below 2**64) whose extent is far beyond any buffer.
-F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1])
-F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8)
+F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1], directml_limits=False)
+F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8, directml_limits=False)
 # Eight dimensions whose total size is just below 2**63 bytes, with 2**32 - 1 elements.
-F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32 - 1] * 8)
+F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32 - 1] * 8, directml_limits=False)
 # Four elements up to 64 GiB apart, each at its own offset.
-F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2])
+F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2], directml_limits=False)
 # 256 elements spread over 8 dimensions with distinct huge strides (no two share an offset).
-F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)])
+F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)], directml_limits=False)
 
 
 def _ro_out(b: Buffers) -> np.ndarray:
@@ -228,12 +228,32 @@ CASES: list[Case] = [
     Case("desc-total-str", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes="8"),
          TypeError, "total_tensor_size_in_bytes"),
     # FLOAT64 with a last element offset near 2**63: 2**66 bytes.
-    Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1]),
+    Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1], directml_limits=False),
          DescriptorError, "2**64"),
-    Case("desc-overflow-8-dims", lambda b: BufferTensorDesc("float64", [2**31 + 1] + [1] * 7, [U32 - 1] * 8),
+    Case("desc-overflow-8-dims", lambda b: BufferTensorDesc("float64", [2**31 + 1] + [1] * 7, [U32 - 1] * 8,
+                                                                         directml_limits=False),
          DescriptorError, "2**64"),
-    Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1]),
+    Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1], directml_limits=False),
          DescriptorError, "2**64"),
+    # DirectML's limits on the extent: 2**32 - 1 elements up to the last one, and the size of that many.
+    Case("desc-extent-2**32+1", lambda b: BufferTensorDesc("float32", [3], strides=[2**31]), DescriptorError,
+         "element extent of 4294967297"),
+    Case("desc-extent-2**32", lambda b: BufferTensorDesc("uint8", [2], strides=[U32 - 1]), DescriptorError,
+         "2**32 - 1"),
+    Case("desc-extent-8-dims", lambda b: BufferTensorDesc("uint8", [2] * 8, [2**29] * 8), DescriptorError,
+         "element extent"),
+    Case("desc-total-2**40", lambda b: BufferTensorDesc("float32", [1], total_tensor_size_in_bytes=2**40),
+         DescriptorError, "total_tensor_size_in_bytes is 1099511627776; DirectML's limit for FLOAT32 is 17179869180"),
+    Case("desc-total-uint8-past-limit",
+         lambda b: BufferTensorDesc("uint8", [U32 - 1], total_tensor_size_in_bytes=U32 + 4), DescriptorError,
+         "DirectML's limit for UINT8 is 4294967296"),
+    Case("desc-directml-limits-str", lambda b: BufferTensorDesc("uint8", [2], directml_limits="no"), TypeError,
+         "directml_limits"),
+    Case("from_layout-extent", lambda b: BufferTensorDesc.from_layout("uint8", [3, 3], "HW",
+                                                                       row_pitch_alignment=2**31),
+         DescriptorError, "element extent"),
+    Case("to_rank-keeps-limits-off", lambda b: BufferTensorDesc("uint8", [2], [U32 - 1], directml_limits=False)
+         .to_rank(2, directml_limits=True), DescriptorError, "element extent"),
     # ------------------------------------------------------------------ BufferTensorDesc: alignment, flags
     Case("desc-align-3", lambda b: BufferTensorDesc("uint8", [8], guaranteed_base_offset_alignment=3),
          DescriptorError, "guaranteed_base_offset_alignment is 3"),
@@ -500,6 +520,15 @@ CASES: list[Case] = [
          "row_pitch_alignment is 0"),
     Case("cli-describe-max-elements-text",
          cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--max-elements", "x"), CLI, "not an integer"),
+    Case("cli-describe-extent",
+         cli("describe", "--dtype", "float32", "--sizes", "3", "--strides", "2147483648"), CLI,
+         "directml_limits=False"),
+    Case("cli-describe-total-size-limit",
+         cli("describe", "--dtype", "float32", "--sizes", "1", "--total-size", "1099511627776"), CLI,
+         "DirectML's limit for FLOAT32"),
+    Case("cli-describe-no-limits-keeps-32-bit-strides",
+         cli("describe", "--dtype", "float32", "--sizes", "3", "--strides", "4294967296", "--no-directml-limits"),
+         CLI, "strides[0] is 4294967296"),
     Case("cli-describe-element-count",
          cli("describe", "--dtype", "float32", "--sizes", "65537,65536", "--strides", "65536,1"), CLI,
          "element count"),

@@ -247,7 +247,7 @@ def test_rule3_strides_range(strides, field, value):
 
 def test_rule3_bounds_accepted():
     assert BufferTensorDesc("uint8", [U32]).sizes == (U32,)
-    assert BufferTensorDesc("uint8", [2, 1], [U32, U32]).strides == (U32, U32)
+    assert BufferTensorDesc("uint8", [2, 1], [U32, U32], directml_limits=False).strides == (U32, U32)
     assert BufferTensorDesc("uint8", [2], [0]).strides == (0,)
 
 
@@ -292,15 +292,15 @@ def test_rule5_total_at_least_2_to_the_64():
 def test_rule5_minimum_implied_size_at_least_2_to_the_64():
     # Valid sizes and strides whose minimum implied size is beyond a UINT64.
     with pytest.raises(DescriptorError, match="total_tensor_size_in_bytes"):
-        BufferTensorDesc("float32", [U32], [U32])
+        BufferTensorDesc("float32", [U32], [U32], directml_limits=False)
 
 
 def test_rule5_larger_total_accepted():
     assert BufferTensorDesc("float32", [2, 3], None, 24).total_tensor_size_in_bytes == 24
     assert BufferTensorDesc("float32", [2, 3], None, 4096).total_tensor_size_in_bytes == 4096
     assert BufferTensorDesc("float32", [2, 3], None, 27).total_tensor_size_in_bytes == 27
-    assert BufferTensorDesc("uint8", [2], None, 2**64 - 1).total_tensor_size_in_bytes == 2**64 - 1
-    d = BufferTensorDesc("uint8", [U32], [U32])
+    assert BufferTensorDesc("uint8", [2], None, 2**64 - 1, directml_limits=False).total_tensor_size_in_bytes == 2**64 - 1
+    d = BufferTensorDesc("uint8", [U32], [U32], directml_limits=False)
     assert d.total_tensor_size_in_bytes == d.minimum_size_in_bytes == 2**64 - 3 * 2**32 + 4
 
 
@@ -456,7 +456,7 @@ def test_offset_of():
     assert BufferTensorDesc("uint8", [2, 3], [1, 2]).offset_of((1, 2)) == 5
     assert BufferTensorDesc("uint8", [2, 3], [0, 1]).offset_of((1, 2)) == 2
     assert BufferTensorDesc("uint8", [2, 3]).offset_of(np.array([1, 1])) == 4
-    assert BufferTensorDesc("uint8", [2, 2], [U32, U32]).offset_of((1, 1)) == 2 * U32
+    assert BufferTensorDesc("uint8", [2, 2], [U32, U32], directml_limits=False).offset_of((1, 1)) == 2 * U32
     assert type(BufferTensorDesc("uint8", [2, 3]).offset_of((np.int64(1), 0))) is int
 
 
@@ -488,7 +488,7 @@ def test_offsets():
     assert BufferTensorDesc("uint8", [2, 3], [0, 1]).offsets().tolist() == [0, 1, 2, 0, 1, 2]
     assert BufferTensorDesc("uint8", [2, 2, 3]).offsets().tolist() == list(range(12))
     assert BufferTensorDesc("uint8", [1], [7]).offsets().tolist() == [0]
-    big = BufferTensorDesc("uint8", [2, 2], [U32, 2**31])
+    big = BufferTensorDesc("uint8", [2, 2], [U32, 2**31], directml_limits=False)
     assert big.offsets().tolist() == [0, 2**31, U32, U32 + 2**31]
 
 
@@ -793,7 +793,8 @@ def test_ctypes_layout():
 
 
 def test_to_ctypes_values_and_raw_bytes():
-    d = BufferTensorDesc("float16", [2, 3, 4], [0, 8, 2], 2**33 + 4, 64, TensorFlags.OWNED_BY_DML)
+    d = BufferTensorDesc("float16", [2, 3, 4], [0, 8, 2], 2**33 + 4, 64, TensorFlags.OWNED_BY_DML,
+                         directml_limits=False)
     s = d.to_ctypes()
     assert isinstance(s, DML_BUFFER_TENSOR_DESC)
     assert ctypes.sizeof(s) == 48

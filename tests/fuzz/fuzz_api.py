@@ -260,18 +260,23 @@ def shape_violations(dt: Any, sizes: Any, strides: Any) -> tuple[Violations, int
     return v, minimum
 
 
-def desc_violations(dt: Any, sizes: Any, strides: Any, total: Any, align: Any, flags: Any) -> Violations:
+def desc_violations(dt: Any, sizes: Any, strides: Any, total: Any, align: Any, flags: Any,
+                    limits: bool = True) -> Violations:
     v, minimum = shape_violations(dt, sizes, strides)
-    if not v:
+    if not v and limits:
+        # DirectML's limits: at most 2**32 - 1 elements, and an element extent (last offset + 1) as large.
         count = 1
         for n in as_ints(sizes):
             count *= n
-        if count >= U32:
+        extent = count if strides is None else sum((n - 1) * s for n, s in zip(as_ints(sizes), as_ints(strides))) + 1
+        if count >= U32 or extent >= U32:
             v.add("DescriptorError")
     if total is not None:
         if not is_int(total):
             v.add("TypeError")
         elif not 0 <= int(total) < 2**64 or (minimum is not None and int(total) < minimum):
+            v.add("DescriptorError")
+        elif limits and not v and int(total) > ref.min_size(dmlstride.data_type(dt), [U32 - 1], None):
             v.add("DescriptorError")
     if not is_int(align):
         v.add("TypeError")
@@ -357,7 +362,7 @@ def tame_desc(r: Reader) -> tuple[BufferTensorDesc | None, Any]:
         except ALLOWED:
             total = extra
     align = 0 if r.chance(200) else r.pick([1, 2, 4, 8, 16, 32, 64, 3, 12, 2**31])
-    fields = (dt, sizes, strides, total, align, 0)
+    fields = (dt, sizes, strides, total, align, 0, r.chance(226))   # the last: directml_limits
     try:
         return expect(lambda: BufferTensorDesc(*fields), desc_violations(*fields), "tame BufferTensorDesc"), fields
     except ALLOWED:
@@ -540,7 +545,7 @@ def op_descriptor(r: Reader) -> None:
     total = None if r.chance(150) else wild_int(r, 4096)
     align = 0 if r.chance(150) else wild_int(r, 64)
     flags = 0 if r.chance(200) else wild_int(r, 3)
-    fields = (dt, sizes, strides, total, align, flags)
+    fields = (dt, sizes, strides, total, align, flags, r.chance(226))   # the last: directml_limits
     try:
         d = expect(lambda: BufferTensorDesc(*fields), desc_violations(*fields), "BufferTensorDesc")
     except ALLOWED:
@@ -555,7 +560,8 @@ def op_descriptor(r: Reader) -> None:
     if eff is not None:
         check(d.last_offset == sum((n - 1) * s for n, s in zip(sizes_i, eff)), "last_offset")
     check(d.element_count == int(np.prod(sizes_i, dtype=object)), "element_count")
-    check(BufferTensorDesc(*d.__reduce__()[1]) == d, "pickle round trip")
+    again = BufferTensorDesc(*d.__reduce__()[1])
+    check(again == d and again.directml_limits == d.directml_limits, "pickle round trip")
     c = d.to_ctypes()
     check(c.DimensionCount == len(sizes_i) and c.TotalTensorSizeInBytes == d.total_tensor_size_in_bytes,
           "to_ctypes")
