@@ -131,7 +131,9 @@ def _parser() -> argparse.ArgumentParser:
         "--row-pitch",
         type=_int,
         metavar="BYTES",
-        help="round each row of the layout up to a multiple of this many bytes; not with --strides",
+        help="row pitch: pad each row to a multiple of this many bytes, rounding the H stride (a row "
+        "is W, or W x C when channels are innermost); without H, or with H fastest, the "
+        "second-fastest memory dimension; not with --strides",
     )
     describe.add_argument(
         "--total-size",

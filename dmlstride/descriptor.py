@@ -460,8 +460,13 @@ class BufferTensorDesc:
         broadcast : sequence of bool, optional
             Dimensions that are broadcast (stride 0).
         row_pitch_alignment : int, optional
-            In bytes: the stride of the second-fastest memory dimension is rounded
-            up so every row starts on a multiple of this many bytes (graphics row pitch).
+            A graphics row pitch in bytes: rows are padded so that each starts on a
+            multiple of this many bytes, and the elements inside a row stay packed.
+            For ranks 2 to 5 (which have an H dimension) the H stride is rounded
+            up; a row is everything stored inside one H step: W elements, or
+            W x C when channels are innermost (NHWC, NDHWC).  For other ranks,
+            and when H is the fastest memory dimension, the stride of the
+            second-fastest memory dimension is rounded instead.
         directml_limits : bool, optional
             As for the constructor.
 
@@ -471,6 +476,8 @@ class BufferTensorDesc:
         (15, 1, 5, 1)
         >>> BufferTensorDesc.from_layout("uint8", [2, 3], "HW", row_pitch_alignment=4).strides
         (4, 1)
+        >>> BufferTensorDesc.from_layout("uint8", [1, 3, 224, 224], "NHWC", row_pitch_alignment=256).strides
+        (172032, 1, 768, 3)
         """
         dt = _to_data_type(data_type)
         bits = _element_bits(dt)
