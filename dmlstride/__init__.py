@@ -25,6 +25,7 @@ from .copy import (
 from .datatypes import (
     MAX_DIMENSION_COUNT,
     MAX_ELEMENT_COUNT,
+    MAX_ELEMENT_EXTENT,
     MINIMUM_BUFFER_TENSOR_ALIGNMENT,
     TensorDataType,
     TensorFlags,
@@ -46,6 +47,7 @@ __all__ = [
     "DescriptorError",
     "MAX_DIMENSION_COUNT",
     "MAX_ELEMENT_COUNT",
+    "MAX_ELEMENT_EXTENT",
     "MINIMUM_BUFFER_TENSOR_ALIGNMENT",
     "TensorDataType",
     "TensorFlags",

@@ -29,12 +29,16 @@ Work is a flat range of tasks (outer index x segment of the innermost
 dimension) that threads split into disjoint destination slabs.
 """
 
+import ctypes
 import math
 
-from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (
+    PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer,
+    PyObject_GetBuffer,
+)
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memset, strchr
 
 cimport numpy as cnp
 import numpy as np
@@ -2083,9 +2087,116 @@ def output_cache_info():
 # ---------------------------------------------------------------------------------------
 # buffers and execution
 
+# What a buffer holds.  The kernels move raw bytes, which is safe only for plain
+# data: bytes written over Python object references (pointers the interpreter
+# follows and counts) or other pointers crash the process, and bytes read from
+# them leak addresses.  A buffer is accepted only when every code of its
+# exported format is plain data; a numpy array is judged by its dtype, and a
+# ctypes object also by its fields (its unions and packed structures export a
+# bare "B").
+cdef enum:
+    PLAIN = 0
+    POINTERS = 1
+    UNKNOWN_FORMAT = 2
+    OBJECTS = 3
+
+cdef const char* _PLAIN_CODES = b"@=<>!^0123456789(),{}T xcbB?hHiIlLqQnNefdgspuw\t\n"
+
+
+cdef int _format_kind(const char* f) noexcept:
+    """Classify a struct-module / PEP 3118 format string (NULL means "B")."""
+    cdef int kind = PLAIN
+    cdef char c
+    if f == NULL:
+        return PLAIN
+    while f[0]:
+        c = f[0]
+        f += 1
+        if c == b'O':
+            return OBJECTS
+        if c == b':':
+            # A field name, ":name:", which may hold any letter.
+            while f[0] and f[0] != b':':
+                f += 1
+            if not f[0]:
+                return UNKNOWN_FORMAT if kind == PLAIN else kind
+            f += 1
+        elif c == b'Z' and (f[0] == b'f' or f[0] == b'd' or f[0] == b'g'):
+            f += 1                             # a complex number
+        elif c == b'P' or c == b'&' or c == b'X' or c == b'z' or c == b'Z':
+            kind = POINTERS                    # void*, pointer-to, function, char*, wchar_t*
+        elif strchr(_PLAIN_CODES, c) == NULL and kind == PLAIN:
+            kind = UNKNOWN_FORMAT
+    return kind
+
+
+# The metaclasses of ctypes' data types: a set lookup is cheaper than isinstance.
+_CTYPES_META = frozenset(type(t) for t in (ctypes.c_int, ctypes.Structure, ctypes.Union, ctypes.c_int * 1,
+                                           ctypes.POINTER(ctypes.c_int), ctypes.CFUNCTYPE(None)))
+
+
+cdef int _ctypes_kind(object tp) except -1:
+    """What a ctypes type holds, judged from its fields down to simple types."""
+    cdef int kind = PLAIN
+    if issubclass(tp, (ctypes._Pointer, ctypes._CFuncPtr)):
+        return POINTERS
+    code = getattr(tp, "_type_", None)
+    if issubclass(tp, ctypes._SimpleCData):
+        # "O" is py_object; "z", "Z" and "P" are char*, wchar_t* and void*.
+        return OBJECTS if code == "O" else POINTERS if code in ("z", "Z", "P") else PLAIN
+    if issubclass(tp, ctypes.Array):
+        return _ctypes_kind(code)
+    for klass in tp.__mro__:
+        for field in vars(klass).get("_fields_", ()):
+            kind = max(kind, _ctypes_kind(field[1]))
+    return kind
+
+
+cdef int _refuse_unsafe(object obj, const char* fmt, str name) except -1:
+    """Raise TypeError unless the buffer ``obj`` exported (format ``fmt``) holds plain data."""
+    cdef int kind = PLAIN
+    if cnp.PyArray_Check(obj):
+        if cnp.PyDataType_FLAGS(<cnp.dtype>cnp.PyArray_DESCR(<cnp.ndarray>obj)) & 1:   # NPY_ITEM_REFCOUNT
+            raise TypeError(
+                f"{name} holds Python objects (numpy dtype {obj.dtype}); "
+                "expected a buffer of plain numbers or bytes"
+            )
+        return 0
+    kind = _format_kind(fmt)
+    detail = None
+    if kind == PLAIN:
+        if type(obj) is bytes or type(obj) is bytearray:
+            return 0
+        # A memoryview can recast a buffer ("B"); look at what it was made from too.
+        base = obj.obj if type(obj) is memoryview else obj
+        if cnp.PyArray_Check(base):
+            return _refuse_unsafe(base, NULL, name)
+        if type(type(base)) not in _CTYPES_META:
+            return 0
+        kind = _ctypes_kind(type(base))
+        if kind == PLAIN:
+            return 0
+        detail = f"ctypes type {type(base).__name__}"
+    if detail is None:
+        detail = f"buffer format {(<bytes>fmt).decode('latin-1')!r}"
+    if kind == OBJECTS:
+        raise TypeError(f"{name} holds Python objects ({detail}); expected a buffer of plain numbers or bytes")
+    if kind == POINTERS:
+        raise TypeError(f"{name} holds pointers ({detail}); expected a buffer of plain numbers or bytes")
+    raise TypeError(
+        f"{name} has {detail}, which is not plain data dmlstride can vouch for; "
+        "expected a buffer of plain numbers or bytes"
+    )
+
+
 cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -1:
+    # A numpy array is judged by its dtype (some, such as datetime64, have no
+    # buffer format); anything else by the format it exports.
+    cdef bint is_array = cnp.PyArray_Check(obj)
+    if is_array:
+        _refuse_unsafe(obj, NULL, name)
     try:
-        PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
+        PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS if is_array else PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT)
     except TypeError:
         raise TypeError(
             f"{name} must support the buffer protocol (bytes, bytearray, memoryview, "
@@ -2094,10 +2205,42 @@ cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -
     except (BufferError, ValueError) as exc:
         # numpy reports a non-contiguous array as ValueError, others as BufferError.
         raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory (for a strided numpy view, dmlstride.view_source(view) gives the buffer it lives in, its byte offset and its descriptor)") from None
+    if not is_array:
+        try:
+            _refuse_unsafe(obj, view.format, name)
+        except BaseException:
+            PyBuffer_Release(view)
+            raise
     if writable and view.readonly:
         PyBuffer_Release(view)
         raise BufferError(f"{name} is read-only; expected a writable buffer")
     return 0
+
+
+def buffer_format_kind(bytes fmt):
+    """How a buffer format is judged: "plain", "objects", "pointers" or "unknown"."""
+    return ("plain", "pointers", "unknown", "objects")[_format_kind(fmt)]
+
+
+def check_plain(object obj, str name):
+    """Refuse (TypeError) a buffer-protocol object that holds Python objects or pointers.
+
+    Objects without the buffer protocol pass; any layout is accepted.
+    """
+    cdef Py_buffer v
+    if cnp.PyArray_Check(obj):
+        _refuse_unsafe(obj, NULL, name)
+        return
+    if not PyObject_CheckBuffer(obj):
+        return
+    try:
+        PyObject_GetBuffer(obj, &v, PyBUF_RECORDS_RO)
+    except (TypeError, BufferError, ValueError):
+        return
+    try:
+        _refuse_unsafe(obj, v.format, name)
+    finally:
+        PyBuffer_Release(&v)
 
 
 cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object extent, str name) except -1:
@@ -2146,7 +2289,7 @@ cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads,
 
 def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_need,
             object dst, Py_ssize_t dst_offset, object dst_need, bint refuse_alias=False,
-            bint fresh_dst=False):
+            bint fresh_dst=False, str src_name="source buffer", str dst_name="destination buffer"):
     """Run ``plan`` from ``src`` to ``dst``; return False (doing nothing) on aliasing.
 
     Both buffers are acquired for the whole call; each range
@@ -2159,12 +2302,12 @@ def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_ne
     cdef char* d
     cdef uintptr_t s0, s1, d0, d1
     cdef int nthreads = g_num_threads
-    _acquire(&sv, src, False, "source buffer")
+    _acquire(&sv, src, False, src_name)
     try:
-        _acquire(&dv, dst, True, "destination buffer")
+        _acquire(&dv, dst, True, dst_name)
         try:
-            _check_range(&sv, src_offset, src_need, plan.src_extent, "source buffer")
-            _check_range(&dv, dst_offset, dst_need, plan.dst_extent, "destination buffer")
+            _check_range(&sv, src_offset, src_need, plan.src_extent, src_name)
+            _check_range(&dv, dst_offset, dst_need, plan.dst_extent, dst_name)
             s = <const char*>sv.buf + src_offset
             d = <char*>dv.buf + dst_offset
             if refuse_alias:

@@ -139,7 +139,9 @@ def _parser() -> argparse.ArgumentParser:
         "--row-pitch",
         type=_int,
         metavar="BYTES",
-        help="round each row of the layout up to a multiple of this many bytes; not with --strides",
+        help="row pitch: pad each row to a multiple of this many bytes, rounding the H stride (a row "
+        "is W, or W x C when channels are innermost); without H, or with H fastest, the "
+        "second-fastest memory dimension; not with --strides",
     )
     describe.add_argument(
         "--total-size",
@@ -153,6 +155,12 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         metavar="BYTES",
         help="GuaranteedBaseOffsetAlignment: 0 or a power of two (default 0)",
+    )
+    describe.add_argument(
+        "--no-directml-limits",
+        action="store_true",
+        help="lift DirectML's limits on the element count, the element extent (last offset + 1) "
+        "and the total size (2**32 - 1 elements); sizes and strides must still fit in 32 bits",
     )
     describe.add_argument(
         "--max-elements",
@@ -216,10 +224,12 @@ def _descriptor(args: argparse.Namespace) -> BufferTensorDesc:
         layout = tuple(range(rank)) if args.layout is None else _layout(args.layout, rank)
         broadcast = None if args.broadcast is None else _broadcast_flags(args.broadcast, len(sizes))
         shaped = BufferTensorDesc.from_layout(
-            args.dtype, sizes, layout, broadcast=broadcast, row_pitch_alignment=args.row_pitch
+            args.dtype, sizes, layout, broadcast=broadcast, row_pitch_alignment=args.row_pitch,
+            directml_limits=not args.no_directml_limits,
         )
         strides = list(shaped.strides) if shaped.strides is not None else None
-    return BufferTensorDesc(args.dtype, sizes, strides, args.total_size, args.alignment)
+    return BufferTensorDesc(args.dtype, sizes, strides, args.total_size, args.alignment,
+                            directml_limits=not args.no_directml_limits)
 
 
 def _yes(flag: bool) -> str:

@@ -131,7 +131,8 @@ def gather(
     ----------
     buffer : buffer-like
         Any contiguous object exporting the buffer protocol (bytes, bytearray,
-        memoryview, array.array, numpy array, mmap, ...).  Its raw bytes are used.
+        memoryview, array.array, numpy array, mmap, ...).  Its raw bytes are used;
+        it must hold plain data (see Raises).
     desc : BufferTensorDesc
     offset : int, optional
         Byte offset of the tensor's buffer range; a multiple of 16 and of
@@ -156,6 +157,11 @@ def gather(
         buffer is not contiguous.
     DescriptorError
         ``offset`` breaks the alignment rule.
+    TypeError
+        ``buffer`` or ``out`` holds Python objects (a numpy object dtype, format
+        ``O`` anywhere, ctypes ``py_object``) or pointers, or has a buffer format
+        that is not plain data.  The same holds for every buffer and array given
+        to :func:`scatter`, :func:`copy_tensor` and :func:`view`.
 
     Examples
     --------
@@ -177,10 +183,11 @@ def gather(
         out, fresh = _engine.new_output(desc.sizes, dtype)
     else:
         _check_out(out, desc, dtype)
-    if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True, fresh):
+    if not _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, out, 0, 0, True, fresh,
+                           "buffer", "out"):
         # out shares memory with the tensor's buffer range: go through a temporary.
         tmp, _ = _engine.new_output(desc.sizes, dtype)
-        _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0)
+        _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0, src_name="buffer")
         np.copyto(out, tmp)
     _cached(
         desc,
@@ -212,6 +219,7 @@ def _check_writable_fits(buffer: Any, offset: int, need: int, name: str = "buffe
 def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
+    _engine.check_plain(out, "out")
     if out.shape != desc.sizes:
         raise ValueError(f"out has shape {out.shape}; expected {desc.sizes}")
     if out.dtype != dtype:
@@ -225,7 +233,10 @@ def _check_out(out: Any, desc: BufferTensorDesc, dtype: np.dtype) -> None:
 def _prepare_source(array: Any, desc: BufferTensorDesc) -> np.ndarray:
     """Convert ``array`` to a C-contiguous array of the descriptor's dtype, or refuse."""
     dtype = numpy_dtype(desc.data_type)
+    # Before numpy reads it: a buffer of objects or pointers is refused, not converted.
+    _engine.check_plain(array, "array")
     arr = np.asarray(array)
+    _engine.check_plain(arr, "array")
     if arr.shape != desc.sizes:
         raise ValueError(f"array has shape {arr.shape}; expected exactly {desc.sizes} (desc.sizes)")
     if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
@@ -283,7 +294,8 @@ def scatter(
         breaks the alignment rule.  Buffer checks come first: a buffer too
         small for the descriptor is refused before any overlap analysis.
     TypeError
-        ``array``'s dtype cannot be converted under ``same_kind``.
+        ``array``'s dtype cannot be converted under ``same_kind``, or ``array``
+        or ``buffer`` holds Python objects or pointers.
     ValueError
         ``array`` has the wrong shape, or 4-bit values are out of range.
 
@@ -302,9 +314,10 @@ def scatter(
     _refuse_overlapping_destination(desc, "desc")
     src = _prepare_source(array, desc)
     plan = _plan(desc, "scatter")
-    if not _engine.execute(plan, src, 0, 0, buffer, off, desc.total_tensor_size_in_bytes, True):
+    total = desc.total_tensor_size_in_bytes
+    if not _engine.execute(plan, src, 0, 0, buffer, off, total, True, src_name="array", dst_name="buffer"):
         # The array shares memory with the destination range: read from a copy.
-        _engine.execute(plan, src.copy(), 0, 0, buffer, off, desc.total_tensor_size_in_bytes)
+        _engine.execute(plan, src.copy(), 0, 0, buffer, off, total, src_name="array", dst_name="buffer")
 
 
 def copy_tensor(
@@ -358,13 +371,14 @@ def copy_tensor(
     )
     done = _engine.execute(
         plan, src, soff, src_desc.total_tensor_size_in_bytes,
-        dst, doff, dst_desc.total_tensor_size_in_bytes, True,
+        dst, doff, dst_desc.total_tensor_size_in_bytes, True, src_name="src", dst_name="dst",
     )
     if not done:
         # The ranges overlap in memory: go through a packed temporary.
         tmp = gather(src, src_desc, offset=soff, check_alignment=False)
         _engine.execute(
-            _plan(dst_desc, "scatter"), tmp, 0, 0, dst, doff, dst_desc.total_tensor_size_in_bytes
+            _plan(dst_desc, "scatter"), tmp, 0, 0, dst, doff, dst_desc.total_tensor_size_in_bytes,
+            dst_name="dst",
         )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DIMENSION_COUNT",
     "MINIMUM_BUFFER_TENSOR_ALIGNMENT",
     "MAX_ELEMENT_COUNT",
+    "MAX_ELEMENT_EXTENT",
     "data_type",
     "element_bits",
     "element_bytes",
@@ -36,6 +37,9 @@ MAX_DIMENSION_COUNT = 8
 MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
 #: Largest logical element count (product of sizes) of a buffer tensor.
 MAX_ELEMENT_COUNT = 2**32 - 1
+#: Largest element extent (offset of the last element + 1) of a buffer tensor; DirectML
+#: also caps ``TotalTensorSizeInBytes`` at the minimum implied size of this many elements.
+MAX_ELEMENT_EXTENT = 2**32 - 1
 
 
 class TensorDataType(enum.IntEnum):

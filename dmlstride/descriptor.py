@@ -22,6 +22,7 @@ from ._checks import (
 )
 from .datatypes import (
     MAX_ELEMENT_COUNT,
+    MAX_ELEMENT_EXTENT,
     TensorDataType,
     TensorFlags,
     data_type as _to_data_type,
@@ -62,6 +63,11 @@ class DML_BUFFER_TENSOR_DESC(ctypes.Structure):
 _KNOWN_FLAGS = int(TensorFlags.OWNED_BY_DML)
 
 
+def _max_total_size(data_type: TensorDataType) -> int:
+    """DirectML's cap on ``TotalTensorSizeInBytes``: the minimum implied size of the largest extent."""
+    return calc_buffer_tensor_size(data_type, [MAX_ELEMENT_EXTENT])
+
+
 class BufferTensorDesc:
     """A validated, immutable DirectML buffer-tensor description.
 
@@ -80,14 +86,27 @@ class BufferTensorDesc:
     guaranteed_base_offset_alignment : int, optional
         0, or a power of two at least the element size in bytes.
     flags : TensorFlags, optional
+    directml_limits : bool, optional
+        ``True`` (default) applies DirectML's limits on a tensor's extent: at
+        most 2**32 - 1 elements (the product of the sizes), an element extent
+        (offset of the last element + 1) of at most 2**32 - 1, and a
+        ``total_tensor_size_in_bytes`` of at most the minimum implied size of
+        2**32 - 1 elements (16 GiB - 4 bytes for FLOAT32).  ``False`` lifts
+        those three rules to describe larger tensors for general strided work;
+        every size and stride must still fit in 32 bits and the total in 64.
+        The setting is kept by pickling and :meth:`to_rank` and shown by
+        ``repr`` when ``False``; it takes no part in equality or hashing (two
+        descriptors with the same fields describe the same tensor).
 
     Raises
     ------
     DescriptorError
         A field breaks one of DirectML's rules for a buffer tensor (sizes 1 to
-        2**32 - 1, strides 0 to 2**32 - 1, at most 2**32 - 1 elements, a total
-        size of at least the minimum implied size, ...); the message names the
-        field, the value given and what was expected.
+        2**32 - 1, strides 0 to 2**32 - 1, at most 2**32 - 1 elements, an
+        element extent of at most 2**32 - 1, a total size of at least the
+        minimum implied size, ...); the message names the field, the value
+        given and the limit.  ``directml_limits=False`` lifts the element-count
+        and extent rules.
     TypeError
         A field has the wrong type.
 
@@ -99,6 +118,12 @@ class BufferTensorDesc:
     >>> padded = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
     >>> padded.is_padded, padded.offset_of((1, 2))
     (True, 7)
+    >>> BufferTensorDesc("float32", [3], strides=[2**31])
+    Traceback (most recent call last):
+        ...
+    dmlstride.errors.DescriptorError: strides (2147483648,) with sizes (3,) give an element extent of 4294967297 (last element offset 4294967296 + 1); DirectML's limit is 2**32 - 1 = 4294967295 elements (pass directml_limits=False to lift it)
+    >>> BufferTensorDesc("float32", [3], strides=[2**31], directml_limits=False).minimum_size_in_bytes
+    17179869188
     """
 
     __slots__ = (
@@ -113,6 +138,7 @@ class BufferTensorDesc:
         "_overlap",
         "_hash",
         "_cache",
+        "_directml_limits",
     )
 
     def __init__(
@@ -123,17 +149,29 @@ class BufferTensorDesc:
         total_tensor_size_in_bytes: int | None = None,
         guaranteed_base_offset_alignment: int = 0,
         flags: int = TensorFlags.NONE,
+        directml_limits: bool = True,
     ) -> None:
+        if not isinstance(directml_limits, (bool, np.bool_)):
+            raise TypeError(f"directml_limits must be a bool, not {type(directml_limits).__name__}")
+        limits = bool(directml_limits)
         dt = _to_data_type(data_type)
         if dt is TensorDataType.UNKNOWN:
             raise DescriptorError("data_type is UNKNOWN (0); expected one of the 13 valid data types")
         sizes_t = as_sizes(sizes)
         strides_t = None if strides is None else as_strides(strides, len(sizes_t))
         count = product(sizes_t)
-        if count > MAX_ELEMENT_COUNT:
+        if limits and count > MAX_ELEMENT_COUNT:
             raise DescriptorError(
                 f"sizes {sizes_t} hold {count} elements; the element count must be at most "
-                f"2**32 - 1 = {MAX_ELEMENT_COUNT}"
+                f"2**32 - 1 = {MAX_ELEMENT_COUNT} (pass directml_limits=False to lift DirectML's limits)"
+            )
+        effective = strides_t if strides_t is not None else packed_strides(sizes_t)
+        last = last_index(sizes_t, effective)
+        if limits and last + 1 > MAX_ELEMENT_EXTENT:
+            raise DescriptorError(
+                f"strides {strides_t} with sizes {sizes_t} give an element extent of {last + 1} "
+                f"(last element offset {last} + 1); DirectML's limit is 2**32 - 1 = {MAX_ELEMENT_EXTENT} "
+                "elements (pass directml_limits=False to lift it)"
             )
         try:
             minimum = calc_buffer_tensor_size(dt, sizes_t, strides_t)
@@ -159,6 +197,12 @@ class BufferTensorDesc:
                 raise DescriptorError(
                     f"total_tensor_size_in_bytes is {total}; expected less than 2**64"
                 )
+            if limits and total > _max_total_size(dt):
+                raise DescriptorError(
+                    f"total_tensor_size_in_bytes is {total}; DirectML's limit for {dt.name} is "
+                    f"{_max_total_size(dt)} bytes, the size of 2**32 - 1 elements "
+                    "(pass directml_limits=False to lift it)"
+                )
         align = as_int(guaranteed_base_offset_alignment, "guaranteed_base_offset_alignment")
         if align != 0:
             elem_bytes = (_element_bits(dt) + 7) // 8
@@ -172,7 +216,6 @@ class BufferTensorDesc:
             raise DescriptorError(
                 f"flags is {fl:#x}; expected only known bits (NONE = 0, OWNED_BY_DML = 1)"
             )
-        effective = strides_t if strides_t is not None else packed_strides(sizes_t)
         set_ = object.__setattr__
         set_(self, "_data_type", dt)
         set_(self, "_flags", TensorFlags(fl))
@@ -181,10 +224,11 @@ class BufferTensorDesc:
         set_(self, "_total", total)
         set_(self, "_alignment", align)
         set_(self, "_effective", effective)
-        set_(self, "_last", last_index(sizes_t, effective))
+        set_(self, "_last", last)
         set_(self, "_overlap", None)
         set_(self, "_hash", None)
         set_(self, "_cache", {})
+        set_(self, "_directml_limits", limits)
 
     # -- immutability, equality, hashing -------------------------------------------------
 
@@ -225,13 +269,13 @@ class BufferTensorDesc:
             parts.append(f"guaranteed_base_offset_alignment={self._alignment}")
         if self._flags:
             parts.append(f"flags={self._flags!r}")
+        if not self._directml_limits:
+            parts.append("directml_limits=False")
         return f"BufferTensorDesc({', '.join(parts)})"
 
     def __reduce__(self) -> tuple:
-        return (
-            BufferTensorDesc,
-            (int(self._data_type), self._sizes, self._strides, self._total, self._alignment, int(self._flags)),
-        )
+        args = (int(self._data_type), self._sizes, self._strides, self._total, self._alignment, int(self._flags))
+        return (BufferTensorDesc, args if self._directml_limits else (*args, False))
 
     # -- fields ---------------------------------------------------------------------------
 
@@ -269,6 +313,11 @@ class BufferTensorDesc:
     def guaranteed_base_offset_alignment(self) -> int:
         """Promised alignment of the binding offset (0: no promise)."""
         return self._alignment
+
+    @property
+    def directml_limits(self) -> bool:
+        """Whether DirectML's extent limits were applied (``directml_limits`` of the constructor)."""
+        return self._directml_limits
 
     # -- derived properties ---------------------------------------------------------------
 
@@ -398,11 +447,12 @@ class BufferTensorDesc:
             out = (out[:, None] + np.arange(n, dtype=np.int64) * np.int64(s)).reshape(-1)
         return out
 
-    def to_rank(self, rank: int) -> BufferTensorDesc:
+    def to_rank(self, rank: int, *, directml_limits: bool | None = None) -> BufferTensorDesc:
         """Pad leading dimensions with size 1 up to ``rank`` (or drop leading size-1 dims).
 
         Explicit strides of the new leading dimensions continue the packed
-        pattern (size times stride of the dimension below).
+        pattern (size times stride of the dimension below).  ``directml_limits``
+        defaults to this descriptor's setting.
 
         Examples
         --------
@@ -425,8 +475,9 @@ class BufferTensorDesc:
             if strides is not None:
                 strides.insert(0, min(sizes[0] * strides[0], UINT32_MAX))
             sizes.insert(0, 1)
+        limits = self._directml_limits if directml_limits is None else directml_limits
         return BufferTensorDesc(
-            self._data_type, sizes, strides, self._total, self._alignment, self._flags
+            self._data_type, sizes, strides, self._total, self._alignment, self._flags, limits
         )
 
     @classmethod
@@ -438,6 +489,7 @@ class BufferTensorDesc:
         *,
         broadcast: Sequence[bool] | None = None,
         row_pitch_alignment: int | None = None,
+        directml_limits: bool = True,
     ) -> BufferTensorDesc:
         """Describe a tensor laid out in memory as ``layout``.
 
@@ -451,8 +503,15 @@ class BufferTensorDesc:
         broadcast : sequence of bool, optional
             Dimensions that are broadcast (stride 0).
         row_pitch_alignment : int, optional
-            In bytes: the stride of the second-fastest memory dimension is rounded
-            up so every row starts on a multiple of this many bytes (graphics row pitch).
+            A graphics row pitch in bytes: rows are padded so that each starts on a
+            multiple of this many bytes, and the elements inside a row stay packed.
+            For ranks 2 to 5 (which have an H dimension) the H stride is rounded
+            up; a row is everything stored inside one H step: W elements, or
+            W x C when channels are innermost (NHWC, NDHWC).  For other ranks,
+            and when H is the fastest memory dimension, the stride of the
+            second-fastest memory dimension is rounded instead.
+        directml_limits : bool, optional
+            As for the constructor.
 
         Examples
         --------
@@ -460,6 +519,8 @@ class BufferTensorDesc:
         (15, 1, 5, 1)
         >>> BufferTensorDesc.from_layout("uint8", [2, 3], "HW", row_pitch_alignment=4).strides
         (4, 1)
+        >>> BufferTensorDesc.from_layout("uint8", [1, 3, 224, 224], "NHWC", row_pitch_alignment=256).strides
+        (172032, 1, 768, 3)
         """
         dt = _to_data_type(data_type)
         bits = _element_bits(dt)
@@ -476,14 +537,15 @@ class BufferTensorDesc:
                 )
             pitch = align * 8 // bits
         strides = _strides_for_order(sizes_t, order, bc, pitch)
-        return cls(dt, sizes_t, strides)
+        return cls(dt, sizes_t, strides, directml_limits=directml_limits)
 
     @classmethod
-    def from_numpy(cls, array: np.ndarray) -> BufferTensorDesc:
+    def from_numpy(cls, array: np.ndarray, *, directml_limits: bool = True) -> BufferTensorDesc:
         """Describe the memory of an existing numpy array, starting at its first element.
 
         The array's strides must be non-negative multiples of its item size.  A
         C-contiguous array gets ``strides=None``; a 0-d array is described as sizes ``(1,)``.
+        ``directml_limits`` is as for the constructor.
 
         Examples
         --------
@@ -496,12 +558,12 @@ class BufferTensorDesc:
             raise TypeError(f"array must be a numpy.ndarray, not {type(array).__name__}")
         dt = _to_data_type(array.dtype)
         if array.ndim == 0:
-            return cls(dt, (1,))
+            return cls(dt, (1,), directml_limits=directml_limits)
         if array.size == 0:
             raise DescriptorError(f"array has shape {array.shape}; every size must be at least 1")
         item = array.itemsize
         if array.flags.c_contiguous:
-            return cls(dt, array.shape)
+            return cls(dt, array.shape, directml_limits=directml_limits)
         strides = []
         for axis, (n, s) in enumerate(zip(array.shape, array.strides)):
             if n == 1:
@@ -516,7 +578,7 @@ class BufferTensorDesc:
                     f"of the item size ({item})"
                 )
             strides.append(s // item)
-        return cls(dt, array.shape, strides)
+        return cls(dt, array.shape, strides, directml_limits=directml_limits)
 
     def to_ctypes(self) -> DML_BUFFER_TENSOR_DESC:
         """A ``DML_BUFFER_TENSOR_DESC`` ctypes structure with the C layout of DirectML's headers.

@@ -161,6 +161,20 @@ def _as_broadcast(broadcast: Any, rank: int) -> tuple[bool, ...]:
     return tuple(out)
 
 
+def _row_axis(order: Sequence[int]) -> int | None:
+    """The axis whose stride a row pitch rounds: the one that steps from row to row.
+
+    For ranks with an H dimension (2 to 5), H: a row is everything stored inside
+    one H step (W elements, or W x C when channels are innermost).  When H is the
+    fastest memory dimension an H step holds a single element, and for ranks
+    without H, the second-fastest memory dimension is used instead.
+    """
+    letters = _CANONICAL_LETTERS.get(len(order), "")
+    if "H" in letters and order[-1] != letters.index("H"):
+        return letters.index("H")
+    return order[-2] if len(order) >= 2 else None
+
+
 def _strides_for_order(
     sizes: Sequence[int],
     order: Sequence[int],
@@ -170,15 +184,17 @@ def _strides_for_order(
     """Packed strides for a memory order; broadcast dims count as size 1 and get stride 0.
 
     ``row_pitch`` (in elements) rounds the running product up to a multiple of
-    itself after the fastest dimension, so every row starts on that boundary.
+    itself where the row axis (:func:`_row_axis`) begins, so every row starts
+    on that boundary and the elements inside a row stay packed.
     """
     strides = [0] * len(sizes)
     running = 1
-    for position, axis in enumerate(reversed(order)):
+    row_axis = _row_axis(order) if row_pitch is not None else None
+    for axis in reversed(order):
+        if axis == row_axis:
+            running = -(-running // row_pitch) * row_pitch
         strides[axis] = 0 if broadcast[axis] else running
         running *= 1 if broadcast[axis] else sizes[axis]
-        if position == 0 and row_pitch is not None:
-            running = -(-running // row_pitch) * row_pitch
     for axis, s in enumerate(strides):
         if s > UINT32_MAX:
             raise DescriptorError(

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import array
 import contextlib
+import ctypes
+import gc
 import mmap
+import os
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,6 +40,7 @@ from dmlstride import (
     scatter,
     view,
 )
+from subproc import run_python
 
 U32 = 2**32
 
@@ -129,14 +134,14 @@ U8_2x3_T = BufferTensorDesc("uint8", [3, 2])
 U4_6 = BufferTensorDesc("uint4", [6])
 I4_2 = BufferTensorDesc("int4", [2])
 # A valid descriptor (size below 2**64) whose extent is far beyond any buffer.
-F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1])
-F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8)
+F32_HUGE = BufferTensorDesc("float32", [2**30 + 1], [U32 - 1], directml_limits=False)
+F64_8D = BufferTensorDesc("float64", [2] * 8, [U32 - 1] * 8, directml_limits=False)
 # Eight dimensions whose total size is just below 2**63 bytes, with 2**32 - 1 elements.
-F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32 - 1] * 8)
+F64_8D_2_63 = BufferTensorDesc("float64", [2**28 - 1, 2, 2, 2, 2, 1, 1, 1], [U32 - 1] * 8, directml_limits=False)
 # Four elements up to 64 GiB apart, each at its own offset.
-F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2])
+F64_FAR = BufferTensorDesc("float64", [2, 2], [U32 - 1, U32 - 2], directml_limits=False)
 # 256 elements spread over 8 dimensions with distinct huge strides (no two share an offset).
-F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)])
+F64_8D_FAR = BufferTensorDesc("float64", [2] * 8, [U32 - 2**k for k in range(8)], directml_limits=False)
 # Eight dimensions of 15-16 elements with unrelated strides near 2**32: deciding whether two
 # elements share an offset is hard, and the buffer check must refuse it before anyone tries.
 U8_8D_HOSTILE_SIZES = [16] * 7 + [15]
@@ -146,7 +151,7 @@ U8_8D_HOSTILE_STRIDES = [3382962190, 4058696965, 2541040493, 3800621477, 3509189
 
 def _hostile() -> BufferTensorDesc:
     """A fresh descriptor each time, so no earlier call has analysed it."""
-    return BufferTensorDesc("uint8", U8_8D_HOSTILE_SIZES, U8_8D_HOSTILE_STRIDES)
+    return BufferTensorDesc("uint8", U8_8D_HOSTILE_SIZES, U8_8D_HOSTILE_STRIDES, directml_limits=False)
 
 
 def _ro_out(b: Buffers) -> np.ndarray:
@@ -236,12 +241,32 @@ CASES: list[Case] = [
     Case("desc-total-str", lambda b: BufferTensorDesc("uint8", [8], total_tensor_size_in_bytes="8"),
          TypeError, "total_tensor_size_in_bytes"),
     # FLOAT64 with a last element offset near 2**63: 2**66 bytes.
-    Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1]),
+    Case("desc-overflow-float64-2**63", lambda b: BufferTensorDesc("float64", [2**31 + 1], [U32 - 1], directml_limits=False),
          DescriptorError, "2**64"),
-    Case("desc-overflow-8-dims", lambda b: BufferTensorDesc("float64", [2**31 + 1] + [1] * 7, [U32 - 1] * 8),
+    Case("desc-overflow-8-dims", lambda b: BufferTensorDesc("float64", [2**31 + 1] + [1] * 7, [U32 - 1] * 8,
+                                                                         directml_limits=False),
          DescriptorError, "2**64"),
-    Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1]),
+    Case("desc-overflow-uint64-max-extent", lambda b: BufferTensorDesc("uint64", [U32 - 1], [U32 - 1], directml_limits=False),
          DescriptorError, "2**64"),
+    # DirectML's limits on the extent: 2**32 - 1 elements up to the last one, and the size of that many.
+    Case("desc-extent-2**32+1", lambda b: BufferTensorDesc("float32", [3], strides=[2**31]), DescriptorError,
+         "element extent of 4294967297"),
+    Case("desc-extent-2**32", lambda b: BufferTensorDesc("uint8", [2], strides=[U32 - 1]), DescriptorError,
+         "2**32 - 1"),
+    Case("desc-extent-8-dims", lambda b: BufferTensorDesc("uint8", [2] * 8, [2**29] * 8), DescriptorError,
+         "element extent"),
+    Case("desc-total-2**40", lambda b: BufferTensorDesc("float32", [1], total_tensor_size_in_bytes=2**40),
+         DescriptorError, "total_tensor_size_in_bytes is 1099511627776; DirectML's limit for FLOAT32 is 17179869180"),
+    Case("desc-total-uint8-past-limit",
+         lambda b: BufferTensorDesc("uint8", [U32 - 1], total_tensor_size_in_bytes=U32 + 4), DescriptorError,
+         "DirectML's limit for UINT8 is 4294967296"),
+    Case("desc-directml-limits-str", lambda b: BufferTensorDesc("uint8", [2], directml_limits="no"), TypeError,
+         "directml_limits"),
+    Case("from_layout-extent", lambda b: BufferTensorDesc.from_layout("uint8", [3, 3], "HW",
+                                                                       row_pitch_alignment=2**31),
+         DescriptorError, "element extent"),
+    Case("to_rank-keeps-limits-off", lambda b: BufferTensorDesc("uint8", [2], [U32 - 1], directml_limits=False)
+         .to_rank(2, directml_limits=True), DescriptorError, "element extent"),
     # ------------------------------------------------------------------ BufferTensorDesc: alignment, flags
     Case("desc-align-3", lambda b: BufferTensorDesc("uint8", [8], guaranteed_base_offset_alignment=3),
          DescriptorError, "guaranteed_base_offset_alignment is 3"),
@@ -405,7 +430,7 @@ CASES: list[Case] = [
          lambda b: scatter(np.zeros((2, 3), np.complex64), BufferTensorDesc("float32", [2, 3]), b.ba),
          TypeError, "array has dtype complex64"),
     Case("scatter-dtype-object", lambda b: scatter(b.arr.astype(object), U8_2x3, b.ba), TypeError,
-         "array has dtype object"),
+         "array holds Python objects"),
     Case("scatter-uint4-16", lambda b: scatter(b.arr_u4, U4_6, b.ba), ValueError, "UINT4 elements must be 0 to 15"),
     Case("scatter-uint4-uint16-300",
          lambda b: scatter(np.array([300, 1], np.uint16), BufferTensorDesc("uint4", [2]), b.ba),
@@ -522,14 +547,213 @@ CASES: list[Case] = [
          "row_pitch_alignment is 0"),
     Case("cli-describe-max-elements-text",
          cli("describe", "--dtype", "uint8", "--sizes", "2,3", "--max-elements", "x"), CLI, "not an integer"),
+    Case("cli-describe-extent",
+         cli("describe", "--dtype", "float32", "--sizes", "3", "--strides", "2147483648"), CLI,
+         "directml_limits=False"),
+    Case("cli-describe-total-size-limit",
+         cli("describe", "--dtype", "float32", "--sizes", "1", "--total-size", "1099511627776"), CLI,
+         "DirectML's limit for FLOAT32"),
+    Case("cli-describe-no-limits-keeps-32-bit-strides",
+         cli("describe", "--dtype", "float32", "--sizes", "3", "--strides", "4294967296", "--no-directml-limits"),
+         CLI, "strides[0] is 4294967296"),
     Case("cli-describe-element-count",
          cli("describe", "--dtype", "float32", "--sizes", "65537,65536", "--strides", "65536,1"), CLI,
          "element count"),
 ]
 
 
+# ---------------------------------------------------------------------------------------
+# Buffers that hold Python objects or pointers.  Moving raw bytes into them
+# corrupts reference counts (the interpreter crashes later) and moving bytes out
+# of them leaks addresses, so every entry point refuses them before a byte moves.
+# These entries run in a child interpreter: should one get through, the crash
+# fails its test instead of ending the run.
+
+
+class _UnionObject(ctypes.Union):
+    _fields_ = [("i", ctypes.c_uint64), ("o", ctypes.py_object)]
+
+
+class _PackedObject(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("i", ctypes.c_uint8), ("o", ctypes.py_object)]
+
+
+class _UnionCharPointer(ctypes.Union):
+    _fields_ = [("i", ctypes.c_uint64), ("p", ctypes.c_char_p)]
+
+
+class ObjectBuffers:
+    """Fresh buffers that hold Python objects (or pointers), and plain partners for them."""
+
+    def __init__(self) -> None:
+        self.items = [object() for _ in range(16)]
+        self.objs = np.array(self.items, dtype=object)                    # 128 bytes of references
+        self.objs2 = np.array(self.items[:2], dtype=object)               # the 16-byte buffer of the report
+        self.record = np.zeros(16, dtype=[("x", "f4"), ("o", "O")])        # format T{f:x:O:o:}
+        self.record["o"] = self.items
+        self.subarray = np.zeros(8, dtype=[("x", "f4"), ("o", "O", (2,))])  # format T{f:x:(2)O:o:}
+        self.subarray["o"] = np.array(self.items, dtype=object).reshape(8, 2)
+        self.py_object = (ctypes.py_object * 16)(*self.items)             # format <O
+        self.union = (_UnionObject * 8)()                                   # format B: the fields tell
+        self.packed = (_PackedObject * 8)()
+        for k in range(8):
+            self.union[k].o = self.items[k]
+            self.packed[k].o = self.items[k]
+        self.cast = memoryview(self.objs).cast("B")                       # format B over references
+        self.strings = [f"s{k}".encode() for k in range(8)]
+        self.char_p = (ctypes.c_char_p * 8)(*self.strings)                # format <z
+        self.void_p = (ctypes.c_void_p * 8)(*[id(x) for x in self.items[:8]])  # format <P
+        self.union_p = (_UnionCharPointer * 8)()
+        self.int_p = (ctypes.POINTER(ctypes.c_int) * 8)()                 # format &<i
+        self.ba = bytearray(pattern(256))
+        self.arr = (np.arange(6, dtype=np.uint8) + 1).reshape(2, 3)
+        self.out = np.full((2, 3), 0xAB, dtype=np.uint8)
+
+    def watched(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k not in ("items", "strings", "cast")}
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {k: bytes(memoryview(v).cast("B")) for k, v in self.watched().items()}
+
+    def intact(self) -> bool:
+        """Every reference still points at its own object (a corrupted one crashes here)."""
+        refs = [list(self.objs), list(self.record["o"]), list(self.subarray["o"].ravel()),
+                list(self.py_object), [u.o for u in self.union], [p.o for p in self.packed]]
+        ok = all(a is b for got in refs for a, b in zip(got, self.items))
+        ok = ok and list(self.objs2) == self.items[:2] and list(self.char_p) == self.strings
+        gc.collect()
+        return ok and len(repr(self.objs)) > 0
+
+
+def _gather_fast(o: ObjectBuffers, buffer: Any) -> Any:
+    """Warm the descriptor's gather fast path on a plain buffer, then gather from ``buffer``."""
+    desc = BufferTensorDesc("uint8", [2, 3])
+    gather(o.ba, desc)
+    return gather(buffer, desc)
+
+
+U8_16 = BufferTensorDesc("uint8", [16])
+F32_2 = BufferTensorDesc("float32", [2])
+
+OBJECT_CASES: list[Case] = [
+    # gather reads references as bytes: address leaks and references nobody counts.
+    Case("gather-objects-ndarray", lambda o: gather(o.objs2, U8_16), TypeError, "buffer holds Python objects"),
+    Case("gather-objects-fast-path", lambda o: _gather_fast(o, o.objs), TypeError, "buffer holds Python objects"),
+    Case("gather-objects-structured", lambda o: gather(o.record, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-subarray", lambda o: gather(o.subarray, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-ctypes-py_object", lambda o: gather(o.py_object, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-ctypes-union", lambda o: gather(o.union, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-ctypes-packed", lambda o: gather(o.packed, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-memoryview", lambda o: gather(memoryview(o.objs), U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-memoryview-cast", lambda o: gather(o.cast, U8_2x3), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-memoryview-cast-fast-path", lambda o: _gather_fast(o, o.cast), TypeError,
+         "buffer holds Python objects"),
+    Case("gather-objects-out", lambda o: gather(o.ba, U8_2x3, out=np.empty((2, 3), object)), TypeError,
+         "out holds Python objects"),
+    Case("gather-pointers-char_p", lambda o: gather(o.char_p, U8_2x3), TypeError, "buffer holds pointers"),
+    Case("gather-pointers-void_p", lambda o: gather(o.void_p, U8_2x3), TypeError, "buffer holds pointers"),
+    Case("gather-pointers-pointer-to", lambda o: gather(o.int_p, U8_2x3), TypeError, "buffer holds pointers"),
+    Case("gather-pointers-union", lambda o: gather(o.union_p, U8_2x3), TypeError, "buffer holds pointers"),
+    Case("gather-pointers-memoryview-cast", lambda o: gather(memoryview(o.ba).cast("P"), U8_2x3), TypeError,
+         "buffer holds pointers"),
+    # scatter writes bytes over references: the interpreter crashes when it next uses them.
+    Case("scatter-objects-buffer", lambda o: scatter(np.full(16, 0x41, np.uint8), U8_16, o.objs2), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-objects-structured", lambda o: scatter(o.arr, U8_2x3, o.record), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-objects-ctypes-py_object", lambda o: scatter(o.arr, U8_2x3, o.py_object), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-objects-ctypes-union", lambda o: scatter(o.arr, U8_2x3, o.union), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-objects-memoryview-cast", lambda o: scatter(o.arr, U8_2x3, o.cast), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-pointers-char_p", lambda o: scatter(o.arr, U8_2x3, o.char_p), TypeError,
+         "buffer holds pointers"),
+    Case("scatter-objects-array", lambda o: scatter(o.objs[:6].reshape(2, 3), U8_2x3, o.ba), TypeError,
+         "array holds Python objects"),
+    Case("scatter-objects-array-list", lambda o: scatter([o.items[:3], o.items[3:6]], U8_2x3, o.ba), TypeError,
+         "array holds Python objects"),
+    Case("scatter-objects-array-union", lambda o: scatter(o.union, BufferTensorDesc("uint8", [8]), o.ba),
+         TypeError, "array holds Python objects"),
+    Case("scatter-pointers-array", lambda o: scatter(o.void_p, BufferTensorDesc("uint64", [8]), o.ba), TypeError,
+         "array holds pointers"),
+    # copy_tensor, either side.
+    Case("copy-objects-src", lambda o: copy_tensor(o.objs, U8_16, o.ba, U8_16), TypeError,
+         "src holds Python objects"),
+    Case("copy-objects-dst", lambda o: copy_tensor(o.ba, U8_16, o.objs, U8_16), TypeError,
+         "dst holds Python objects"),
+    Case("copy-objects-dst-structured", lambda o: copy_tensor(o.ba, F32_2, o.record, F32_2), TypeError,
+         "dst holds Python objects"),
+    Case("copy-objects-dst-ctypes-union", lambda o: copy_tensor(o.ba, U8_16, o.union, U8_16), TypeError,
+         "dst holds Python objects"),
+    Case("copy-objects-same-buffer", lambda o: copy_tensor(o.objs, U8_16, o.objs, U8_16, dst_offset=16),
+         TypeError, "src holds Python objects"),
+    Case("copy-pointers-dst", lambda o: copy_tensor(o.ba, U8_16, o.char_p, U8_16), TypeError,
+         "dst holds pointers"),
+    # view hands out the references' bytes as a writable numpy array.
+    Case("view-objects", lambda o: view(o.objs, U8_16), TypeError, "buffer holds Python objects"),
+    Case("view-objects-structured", lambda o: view(o.record, F32_2), TypeError, "buffer holds Python objects"),
+    Case("view-objects-ctypes-py_object", lambda o: view(o.py_object, U8_16), TypeError,
+         "buffer holds Python objects"),
+    Case("view-pointers-char_p", lambda o: view(o.char_p, U8_16), TypeError, "buffer holds pointers"),
+]
+
+
+def run_object_cases() -> None:
+    """In a child interpreter: run every entry of OBJECT_CASES, one "PASS id" or "FAIL id: why" line each."""
+    for case in OBJECT_CASES:
+        o = ObjectBuffers()
+        before = o.snapshot()
+        try:
+            case.call(o)
+        except Exception as exc:  # noqa: BLE001 - the class is checked below
+            message = str(exc)
+            why = None
+            if not isinstance(exc, case.exc):
+                why = f"raised {type(exc).__name__}: {message}"
+            elif case.fragment not in message or "\n" in message:
+                why = f"message {message!r}"
+        else:
+            why = "nothing was refused"
+        after = o.snapshot()
+        changed = [k for k in before if after[k] != before[k]]
+        if changed:
+            why = f"{why or 'refused'}, but {changed} changed"
+        if not o.intact():
+            why = f"{why or 'refused'}, but a reference was corrupted"
+        print(f"FAIL {case.id}: {why}" if why else f"PASS {case.id}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def object_case_results() -> tuple[dict[str, str], str]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = run_python(["-c", "import test_bad_inputs as t; t.run_object_cases()"], cwd, PYTHONPATH=here)
+    results = {}
+    for line in proc.stdout.splitlines():
+        verdict, _, rest = line.partition(" ")
+        case_id, _, why = rest.partition(": ")
+        results[case_id] = f"{verdict} {why}".strip()
+    return results, f"exit status {proc.returncode}; stderr: {proc.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("case", OBJECT_CASES, ids=[c.id for c in OBJECT_CASES])
+def test_object_buffer_refused(case, object_case_results):
+    results, child = object_case_results
+    assert case.id in results, f"the child stopped before this entry ({child})"
+    assert results[case.id] == "PASS", results[case.id]
+
+
 def test_catalogue_is_large_and_ids_unique():
-    ids = [c.id for c in CASES]
+    ids = [c.id for c in CASES + OBJECT_CASES]
     assert len(ids) == len(set(ids)), "duplicate catalogue ids"
     assert len(CASES) >= 80
     # Every public entry point appears.

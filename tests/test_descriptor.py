@@ -247,7 +247,7 @@ def test_rule3_strides_range(strides, field, value):
 
 def test_rule3_bounds_accepted():
     assert BufferTensorDesc("uint8", [U32]).sizes == (U32,)
-    assert BufferTensorDesc("uint8", [2, 1], [U32, U32]).strides == (U32, U32)
+    assert BufferTensorDesc("uint8", [2, 1], [U32, U32], directml_limits=False).strides == (U32, U32)
     assert BufferTensorDesc("uint8", [2], [0]).strides == (0,)
 
 
@@ -292,15 +292,15 @@ def test_rule5_total_at_least_2_to_the_64():
 def test_rule5_minimum_implied_size_at_least_2_to_the_64():
     # Valid sizes and strides whose minimum implied size is beyond a UINT64.
     with pytest.raises(DescriptorError, match="total_tensor_size_in_bytes"):
-        BufferTensorDesc("float32", [U32], [U32])
+        BufferTensorDesc("float32", [U32], [U32], directml_limits=False)
 
 
 def test_rule5_larger_total_accepted():
     assert BufferTensorDesc("float32", [2, 3], None, 24).total_tensor_size_in_bytes == 24
     assert BufferTensorDesc("float32", [2, 3], None, 4096).total_tensor_size_in_bytes == 4096
     assert BufferTensorDesc("float32", [2, 3], None, 27).total_tensor_size_in_bytes == 27
-    assert BufferTensorDesc("uint8", [2], None, 2**64 - 1).total_tensor_size_in_bytes == 2**64 - 1
-    d = BufferTensorDesc("uint8", [U32], [U32])
+    assert BufferTensorDesc("uint8", [2], None, 2**64 - 1, directml_limits=False).total_tensor_size_in_bytes == 2**64 - 1
+    d = BufferTensorDesc("uint8", [U32], [U32], directml_limits=False)
     assert d.total_tensor_size_in_bytes == d.minimum_size_in_bytes == 2**64 - 3 * 2**32 + 4
 
 
@@ -456,7 +456,7 @@ def test_offset_of():
     assert BufferTensorDesc("uint8", [2, 3], [1, 2]).offset_of((1, 2)) == 5
     assert BufferTensorDesc("uint8", [2, 3], [0, 1]).offset_of((1, 2)) == 2
     assert BufferTensorDesc("uint8", [2, 3]).offset_of(np.array([1, 1])) == 4
-    assert BufferTensorDesc("uint8", [2, 2], [U32, U32]).offset_of((1, 1)) == 2 * U32
+    assert BufferTensorDesc("uint8", [2, 2], [U32, U32], directml_limits=False).offset_of((1, 1)) == 2 * U32
     assert type(BufferTensorDesc("uint8", [2, 3]).offset_of((np.int64(1), 0))) is int
 
 
@@ -488,7 +488,7 @@ def test_offsets():
     assert BufferTensorDesc("uint8", [2, 3], [0, 1]).offsets().tolist() == [0, 1, 2, 0, 1, 2]
     assert BufferTensorDesc("uint8", [2, 2, 3]).offsets().tolist() == list(range(12))
     assert BufferTensorDesc("uint8", [1], [7]).offsets().tolist() == [0]
-    big = BufferTensorDesc("uint8", [2, 2], [U32, 2**31])
+    big = BufferTensorDesc("uint8", [2, 2], [U32, 2**31], directml_limits=False)
     assert big.offsets().tolist() == [0, 2**31, U32, U32 + 2**31]
 
 
@@ -581,7 +581,15 @@ def test_from_layout_examples():
         ("uint8", [2, 3], "HW", 1, (3, 1)),
         ("uint8", [2, 3], "WH", 4, (1, 4)),
         ("float32", [1, 1, 3, 5], "NCHW", 32, (24, 24, 8, 1)),
-        ("float32", [1, 3, 2, 2], "NHWC", 16, (16, 1, 8, 4)),
+        ("float32", [1, 3, 2, 2], "NHWC", 16, (16, 1, 8, 3)),  # a row is W x C = 6 elements -> 8
+        # A row pitch pads rows, not pixels: the H stride is rounded, W x C stays packed.
+        ("uint8", [1, 3, 224, 224], "NHWC", 256, (172032, 1, 768, 3)),
+        ("float32", [1, 3, 5, 7], "NCHW", 32, (120, 40, 8, 1)),
+        ("uint8", [2, 4, 3, 5, 6], "NDHWC", 64, (960, 1, 320, 64, 4)),
+        ("uint8", [2, 3, 5], "WHD", 8, (1, 8, 24)),      # a row is one D run of 2 elements -> 8
+        ("uint8", [2, 3, 5], "DWH", 8, (40, 1, 8)),       # H fastest: the second-fastest (W) is rounded
+        ("uint8", [2, 3, 4], (1, 2, 0), 16, (1, 16, 2)),  # a tuple layout of a rank with H, as "HWD"
+        ("uint8", [2, 3, 4, 5, 6, 7], (0, 1, 2, 3, 4, 5), 16, (5760, 1920, 480, 96, 16, 1)),  # no H
         ("float16", [2, 3, 5], "DHW", 16, (24, 8, 1)),
         ("int4", [2, 3], "HW", 1, (4, 1)),  # 3 nibbles -> 2 bytes = 4 nibbles
         ("uint4", [2, 4], "HW", 4, (8, 1)),
@@ -591,6 +599,14 @@ def test_from_layout_examples():
 def test_from_layout_row_pitch(dt, sizes, layout, align, strides):
     d = BufferTensorDesc.from_layout(dt, sizes, layout, row_pitch_alignment=align)
     assert d.effective_strides == strides
+
+
+def test_cli_row_pitch_pads_rows(capsys):
+    from dmlstride.cli import main
+
+    assert main(["describe", "--dtype", "uint8", "--sizes", "1,3,224,224", "--layout", "NHWC",
+                 "--row-pitch", "256", "--max-elements", "1"]) == 0
+    assert "strides=[172032, 1, 768, 3]" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("dt", "align"), [("uint8", 0), ("uint8", -4), ("float32", 2), ("float32", 6), ("float64", 4)])
@@ -627,27 +643,43 @@ def pitch_case(draw):
     return name, sizes, order, align
 
 
+def row_axis_of(order):
+    """The issue's rule: H, unless H is the fastest memory dimension; else the second-fastest."""
+    letters = CANONICAL.get(len(order), "")
+    if "H" in letters and order[-1] != letters.index("H"):
+        return letters.index("H")
+    return order[-2]
+
+
 @given(pitch_case())
 def test_from_layout_row_pitch_property(case):
     name, sizes, order, align = case
     bits = BITS[name]
     d = BufferTensorDesc.from_layout(name, sizes, order, row_pitch_alignment=align)
-    fast, second = order[-1], order[-2]
-    pitch_elems = align * 8 // bits
-    # The second-fastest stride is the fastest size rounded up to the boundary.
-    assert d.effective_strides[second] == -(-sizes[fast] // pitch_elems) * pitch_elems
-    assert d.effective_strides[fast] == 1
+    strides = d.effective_strides
+    row = row_axis_of(order)
+    inside = order[order.index(row) + 1:]            # the dimensions stored inside one row step
+    outside = order[:order.index(row)]
+    # Inside a row the elements are packed exactly as without a pitch.
+    assert {a: strides[a] for a in inside} == {
+        a: s for a, s in zip(inside, ref_order_strides([sizes[a] for a in inside], list(range(len(inside)))))}
+    # The row stride is the smallest multiple of the pitch that holds a row.
+    row_elems = math.prod(sizes[a] for a in inside)
+    pitch_bits = align * 8
+    assert strides[row] * bits % pitch_bits == 0
+    assert row_elems * bits <= strides[row] * bits < row_elems * bits + pitch_bits
     # Every row starts on the boundary.
     for idx in itertools.product(*(range(n) for n in sizes)):
-        if idx[fast] == 0:
-            assert d.offset_of(idx) * bits % (align * 8) == 0
+        if all(idx[a] == 0 for a in inside):
+            assert d.offset_of(idx) * bits % pitch_bits == 0
     # The slower dimensions are packed over the padded rows, and nothing overlaps.
-    for pos in range(len(order) - 2):
-        axis, below = order[pos], order[pos + 1]
-        assert d.effective_strides[axis] == d.effective_strides[below] * sizes[below]
+    chain = [*outside, row]
+    for axis, below in zip(chain, chain[1:]):
+        assert strides[axis] == strides[below] * sizes[below]
     assert not d.has_overlap
-    if (sizes[fast] * bits) % (align * 8) == 0:
-        assert d.effective_strides == ref_order_strides(sizes, order)
+    # Without padding to add, it is the plain layout.
+    if (row_elems * bits) % pitch_bits == 0:
+        assert strides == ref_order_strides(sizes, order)
 
 
 @given(st.integers(2, 5).flatmap(lambda r: st.tuples(st.lists(st.integers(1, 5), min_size=r, max_size=r), st.permutations(range(r)))))
@@ -793,7 +825,8 @@ def test_ctypes_layout():
 
 
 def test_to_ctypes_values_and_raw_bytes():
-    d = BufferTensorDesc("float16", [2, 3, 4], [0, 8, 2], 2**33 + 4, 64, TensorFlags.OWNED_BY_DML)
+    d = BufferTensorDesc("float16", [2, 3, 4], [0, 8, 2], 2**33 + 4, 64, TensorFlags.OWNED_BY_DML,
+                         directml_limits=False)
     s = d.to_ctypes()
     assert isinstance(s, DML_BUFFER_TENSOR_DESC)
     assert ctypes.sizeof(s) == 48

@@ -397,7 +397,7 @@ def test_mmap_read_only_and_writable():
 def test_strides_up_to_2_to_the_32_over_a_sparse_file(tmp_path):
     # A stride of 2**32 - 1 elements over a sparse file (only touched pages are real).
     for name, width in (("uint8", 1), ("float32", 4)):
-        desc = BufferTensorDesc(name, [2, 3], strides=[2**32 - 1, 1])
+        desc = BufferTensorDesc(name, [2, 3], strides=[2**32 - 1, 1], directml_limits=False)
         total = desc.total_tensor_size_in_bytes
         assert total == ((2**32 + 2) * width + 3) // 4 * 4
         path = tmp_path / f"sparse-{name}.bin"
@@ -479,8 +479,8 @@ def test_huge_offsets_and_extents_are_buffer_errors(warm):
         with pytest.raises(BufferError):
             gather(bytes(64), desc, offset=off + 3, check_alignment=False)
     # descriptors whose extent or declared range is near 2**63 bytes
-    far = BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1])
-    declared = BufferTensorDesc("float32", [3], total_tensor_size_in_bytes=2**64 - 4)
+    far = BufferTensorDesc("uint8", [2**31 - 1, 2], strides=[2**32 - 1, 1], directml_limits=False)
+    declared = BufferTensorDesc("float32", [3], total_tensor_size_in_bytes=2**64 - 4, directml_limits=False)
     for big in (far, declared):
         with pytest.raises(BufferError) as info:
             gather(bytes(64), big)

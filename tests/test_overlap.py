@@ -106,7 +106,7 @@ def test_decided_answers_match_brute_force(case):
     truth = overlaps(sizes, strides)
     # These are all within the default bound, so the answer is always decided.
     assert _overlap.overlap_status(sizes, strides) is truth
-    d = BufferTensorDesc("uint8", sizes, strides)
+    d = BufferTensorDesc("uint8", sizes, strides, directml_limits=False)
     assert d.has_overlap is truth
     assert d.is_packed is packed_by_enumeration(sizes, strides)
     assert d.is_padded is (not truth and d.last_offset + 1 > d.element_count)
@@ -143,7 +143,7 @@ def test_is_packed_matches_enumeration(sizes, data):
     k = data.draw(st.integers(0, len(sizes) - 1))
     strides[k] += data.draw(st.sampled_from([0, 0, 1, -1]))
     strides = [max(s, 0) for s in strides]
-    assert BufferTensorDesc("uint8", sizes, strides).is_packed is packed_by_enumeration(sizes, strides)
+    assert BufferTensorDesc("uint8", sizes, strides, directml_limits=False).is_packed is packed_by_enumeration(sizes, strides)
 
 
 @given(st.lists(st.integers(2, 2**31), min_size=3, max_size=3).filter(lambda s: math.prod(s) < 2**32),
@@ -154,7 +154,7 @@ def test_three_dimensions_are_always_decided(sizes, strides):
 
 def test_past_the_bound_the_answer_is_none_and_has_overlap_is_true():
     assert _overlap.overlap_status(UNDECIDED_SIZES, UNDECIDED_STRIDES) is None
-    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES)
+    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES, directml_limits=False)
     assert d.has_overlap is True
     assert d.is_padded is False
     assert d.is_packed is False
@@ -162,7 +162,7 @@ def test_past_the_bound_the_answer_is_none_and_has_overlap_is_true():
 
 def test_the_reported_descriptor_is_answered_conservatively():
     assert _overlap.overlap_status(ISSUE_SIZES, ISSUE_STRIDES) in (None, True)
-    assert BufferTensorDesc("uint8", ISSUE_SIZES, ISSUE_STRIDES).has_overlap
+    assert BufferTensorDesc("uint8", ISSUE_SIZES, ISSUE_STRIDES, directml_limits=False).has_overlap
 
 
 # -- what the entry points do past the bound ------------------------------------------------
@@ -170,7 +170,7 @@ def test_the_reported_descriptor_is_answered_conservatively():
 
 @pytest.fixture
 def undecided():
-    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES)
+    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES, directml_limits=False)
     mm = mmap.mmap(-1, d.total_tensor_size_in_bytes)  # anonymous: pages stay untouched
     mm[:4] = b"\x11\x22\x33\x44"
     yield d, mm
@@ -201,7 +201,7 @@ def test_view_is_read_only_when_not_proven_distinct(undecided):
 
 
 def test_explain_and_describe_say_not_ruled_out(capsys):
-    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES)
+    d = BufferTensorDesc("uint8", UNDECIDED_SIZES, UNDECIDED_STRIDES, directml_limits=False)
     text = d.explain()
     assert text.splitlines()[0].endswith(": overlap not ruled out")
     assert "overlap not ruled out (offsets not proven distinct within the analysis bound)" in text
@@ -234,7 +234,7 @@ def cpu(f):
 
 worst = {}
 for sizes, strides in json.loads(sys.argv[1]):
-    make = lambda: ds.BufferTensorDesc("uint8", sizes, strides)
+    make = lambda: ds.BufferTensorDesc("uint8", sizes, strides, directml_limits=False)
     calls = {
         "has_overlap": lambda d: d.has_overlap, "is_packed": lambda d: d.is_packed,
         "is_padded": lambda d: d.is_padded, "layout": lambda d: d.layout,
@@ -266,7 +266,7 @@ def test_every_entry_point_is_quick_on_hostile_descriptors(tmp_path):
 def test_the_reported_scatter_refuses_the_buffer_at_once(tmp_path):
     code = (
         "import time, numpy as np, dmlstride as ds\n"
-        f"d = ds.BufferTensorDesc('uint8', {ISSUE_SIZES}, strides={ISSUE_STRIDES})\n"
+        f"d = ds.BufferTensorDesc('uint8', {ISSUE_SIZES}, strides={ISSUE_STRIDES}, directml_limits=False)\n"
         "t = time.thread_time()\n"
         "try:\n"
         "    ds.scatter(np.broadcast_to(np.uint8(0), d.sizes), d, bytearray(16))\n"
@@ -283,7 +283,7 @@ def test_the_reported_scatter_refuses_the_buffer_at_once(tmp_path):
 def test_describe_on_the_reported_descriptor_finishes(tmp_path):
     res = run_python(["-m", "dmlstride", "describe", "--dtype", "uint8",
                       "--sizes", ",".join(map(str, ISSUE_SIZES)),
-                      "--strides", ",".join(map(str, ISSUE_STRIDES))], tmp_path)
+                      "--strides", ",".join(map(str, ISSUE_STRIDES)), "--no-directml-limits"], tmp_path)
     assert res.returncode == 0, res.stderr
     assert "overlap" in res.stdout and "packed:" in res.stdout
 
@@ -292,6 +292,6 @@ def test_describe_on_the_reported_descriptor_finishes(tmp_path):
 def test_hostile_analysis_is_conservative(sizes, strides):
     # Whatever the answer, a destination the analysis did not clear is never written.
     status = _overlap.overlap_status(sizes, strides)
-    d = BufferTensorDesc("uint8", sizes, strides)
+    d = BufferTensorDesc("uint8", sizes, strides, directml_limits=False)
     assert d.has_overlap is (status is not False)
     assert not (d.is_padded and d.has_overlap)

@@ -48,6 +48,7 @@ import argparse
 import array
 import collections
 import contextlib
+import ctypes
 import io
 import mmap
 import os
@@ -262,18 +263,23 @@ def shape_violations(dt: Any, sizes: Any, strides: Any) -> tuple[Violations, int
     return v, minimum
 
 
-def desc_violations(dt: Any, sizes: Any, strides: Any, total: Any, align: Any, flags: Any) -> Violations:
+def desc_violations(dt: Any, sizes: Any, strides: Any, total: Any, align: Any, flags: Any,
+                    limits: bool = True) -> Violations:
     v, minimum = shape_violations(dt, sizes, strides)
-    if not v:
+    if not v and limits:
+        # DirectML's limits: at most 2**32 - 1 elements, and an element extent (last offset + 1) as large.
         count = 1
         for n in as_ints(sizes):
             count *= n
-        if count >= U32:
+        extent = count if strides is None else sum((n - 1) * s for n, s in zip(as_ints(sizes), as_ints(strides))) + 1
+        if count >= U32 or extent >= U32:
             v.add("DescriptorError")
     if total is not None:
         if not is_int(total):
             v.add("TypeError")
         elif not 0 <= int(total) < 2**64 or (minimum is not None and int(total) < minimum):
+            v.add("DescriptorError")
+        elif limits and not v and int(total) > ref.min_size(dmlstride.data_type(dt), [U32 - 1], None):
             v.add("DescriptorError")
     if not is_int(align):
         v.add("TypeError")
@@ -359,7 +365,9 @@ def tame_desc(r: Reader) -> tuple[BufferTensorDesc | None, Any]:
         except ALLOWED:
             total = extra
     align = 0 if r.chance(200) else r.pick([1, 2, 4, 8, 16, 32, 64, 3, 12, 2**31])
-    fields = (dt, sizes, strides, total, align, 0)
+    # Extreme strides describe tensors past DirectML's limits: lift them (no draw, so saved inputs keep
+    # their meaning); the other styles keep the limits, which a wild total can still break.
+    fields = (dt, sizes, strides, total, align, 0, style < 230)   # the last: directml_limits
     try:
         return expect(lambda: BufferTensorDesc(*fields), desc_violations(*fields), "tame BufferTensorDesc"), fields
     except ALLOWED:
@@ -369,20 +377,55 @@ def tame_desc(r: Reader) -> tuple[BufferTensorDesc | None, Any]:
 # The first kind (what an exhausted input picks) is the plainest writable buffer.
 BUFFER_KINDS = ["bytearray", "ndarray", "bytes", "ndarray-f32", "ndarray-ro", "ndarray-strided",
                 "memoryview", "memoryview-ro", "memoryview-strided", "array", "mmap", "bytearray", "ndarray"]
+# Buffers of Python objects or pointers, drawn for the top byte values (older saved inputs keep their kinds).
+UNSAFE_KINDS = ["objects", "objects-record", "objects-ctypes", "objects-union", "objects-cast", "pointers-char_p"]
+
+
+class _UnionObject(ctypes.Union):
+    _fields_ = [("i", ctypes.c_uint64), ("o", ctypes.py_object)]
+
+
+def unsafe_buffer(kind: str, length: int) -> tuple[Any, list[Any]]:
+    """A buffer of about ``length`` bytes holding Python objects or pointers, and the objects it refers to."""
+    n = max(length // 8, 1)
+    items: list[Any] = [object() for _ in range(n)]
+    if kind == "objects":
+        return np.array(items, dtype=object), items
+    if kind == "objects-record":
+        rec = np.zeros(n, dtype=[("x", "f4"), ("o", "O")])
+        rec["o"] = items
+        return rec, items
+    if kind == "objects-ctypes":
+        return (ctypes.py_object * n)(*items), items
+    if kind == "objects-union":
+        u = (_UnionObject * n)()
+        for k in range(n):
+            u[k].o = items[k]
+        return u, items
+    if kind == "objects-cast":
+        base = np.array(items, dtype=object)
+        return memoryview(base).cast("B"), [base, *items]
+    strings = [b"s%d" % k for k in range(n)]
+    return (ctypes.c_char_p * n)(*strings), strings
 
 
 class Buf:
     """A buffer object of some kind, plus how to read its bytes and whether it is usable."""
 
     def __init__(self, r: Reader, length: int) -> None:
-        self.kind = r.pick(BUFFER_KINDS)
+        b = r.byte()
+        self.kind = UNSAFE_KINDS[b % len(UNSAFE_KINDS)] if b >= 244 else BUFFER_KINDS[b % len(BUFFER_KINDS)]
         seed = r.uint(2)
         data = np.random.default_rng(seed).integers(0, 256, size=max(length, 0) + 8, dtype=np.uint8)
         self.contiguous = True
         self.writable = True
-        self._close = None
         k = self.kind
-        if k == "bytes":
+        # Holds Python object references or pointers: every entry point must refuse it (TypeError).
+        self.unsafe = k.startswith(("objects", "pointers"))
+        self._close = None
+        if self.unsafe:
+            self.obj, self.items = unsafe_buffer(k, length)
+        elif k == "bytes":
             self.obj = data[:length].tobytes()
             self.writable = False
         elif k == "bytearray":
@@ -418,6 +461,8 @@ class Buf:
 
     def raw(self) -> np.ndarray:
         """A copy of the bytes the buffer exposes."""
+        if self.unsafe:
+            return np.frombuffer(bytes(memoryview(self.obj).cast("B")), dtype=np.uint8).copy()
         if isinstance(self.obj, np.ndarray):
             return np.ascontiguousarray(self.obj).view(np.uint8).reshape(-1).copy()
         return np.frombuffer(bytes(self.obj), dtype=np.uint8).copy()
@@ -460,6 +505,8 @@ def offset_violations(off: Any, desc: BufferTensorDesc, check_alignment: Any) ->
 
 def buffer_violations(buf: Buf, off: Any, desc: BufferTensorDesc, write: bool) -> Violations:
     v: Violations = set()
+    if buf.unsafe:
+        v.add("TypeError")
     if not buf.contiguous:
         v.add("BufferError")
     if write and not buf.writable:
@@ -505,7 +552,7 @@ def op_descriptor(r: Reader) -> None:
     total = None if r.chance(150) else wild_int(r, 4096)
     align = 0 if r.chance(150) else wild_int(r, 64)
     flags = 0 if r.chance(200) else wild_int(r, 3)
-    fields = (dt, sizes, strides, total, align, flags)
+    fields = (dt, sizes, strides, total, align, flags, r.chance(226))   # the last: directml_limits
     try:
         d = expect(lambda: BufferTensorDesc(*fields), desc_violations(*fields), "BufferTensorDesc")
     except ALLOWED:
@@ -520,7 +567,8 @@ def op_descriptor(r: Reader) -> None:
     if eff is not None:
         check(d.last_offset == sum((n - 1) * s for n, s in zip(sizes_i, eff)), "last_offset")
     check(d.element_count == int(np.prod(sizes_i, dtype=object)), "element_count")
-    check(BufferTensorDesc(*d.__reduce__()[1]) == d, "pickle round trip")
+    again = BufferTensorDesc(*d.__reduce__()[1])
+    check(again == d and again.directml_limits == d.directml_limits, "pickle round trip")
     c = d.to_ctypes()
     check(c.DimensionCount == len(sizes_i) and c.TotalTensorSizeInBytes == d.total_tensor_size_in_bytes,
           "to_ctypes")
@@ -620,7 +668,8 @@ def wild_out(r: Reader, desc: BufferTensorDesc) -> tuple[Any, Violations]:
         return None, set()
     if k < 230:
         return np.full(desc.sizes, 7, dtype=dtype), set()
-    kind = r.below(5)
+    b = r.byte()
+    kind = b % 5
     if kind == 0:
         return np.full(tuple(desc.sizes) + (1,), 7, dtype=dtype), {"ValueError"}
     if kind == 1:
@@ -633,6 +682,8 @@ def wild_out(r: Reader, desc: BufferTensorDesc) -> tuple[Any, Violations]:
     if kind == 3:
         out = np.full(tuple(reversed(desc.sizes)), 7, dtype=dtype).T
         return out, set() if out.flags.c_contiguous else {"BufferError"}
+    if b >= 200:
+        return np.full(desc.sizes, None, dtype=object), {"TypeError"}     # holds Python objects
     return np.full(desc.sizes, 7, dtype=dtype).tolist(), {"TypeError"}
 
 
@@ -664,6 +715,11 @@ def wild_values(r: Reader, desc: BufferTensorDesc) -> tuple[Any, Violations]:
         values = np.zeros(desc.sizes, dtype=dtype).tolist()
         ok = np.can_cast(np.asarray(values).dtype, dtype, casting="same_kind")
         return values, set() if ok else {"TypeError"}
+    if k >= 253:
+        # Python objects, as an object array (253, 254) or a nested list of them (255): refused, never converted.
+        values = np.empty(desc.sizes, dtype=object)
+        values.flat[:] = [object() for _ in range(values.size)]
+        return (values if k < 255 else values.tolist()), {"TypeError"}
     return [[0] * (r.below(3) + 2), [0]], {"ValueError"}      # ragged
 
 
@@ -829,7 +885,7 @@ def hostile_desc(r: Reader) -> BufferTensorDesc:
     elif style < 130:
         strides = [U32 - 1 - r.below(64) for _ in range(ndim)]
     dt = r.pick([TensorDataType.UINT8, TensorDataType.FLOAT32, TensorDataType.INT4, TensorDataType.FLOAT64])
-    return BufferTensorDesc(dt, sizes, strides)
+    return BufferTensorDesc(dt, sizes, strides, directml_limits=False)
 
 
 # CPU seconds any one call may spend on a hostile descriptor (the analysis itself
