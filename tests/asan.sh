@@ -41,7 +41,8 @@ cd "$work/src" || exit 2
 rm -rf build dmlstride/_engine*.so dmlstride/_engine.c
 
 echo "== build with -fsanitize=address"
-export DMLSTRIDE_EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer -g"
+export DMLSTRIDE_DEBUG=1  # keep symbols and line numbers for the reports
+export DMLSTRIDE_EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
 export DMLSTRIDE_EXTRA_LDFLAGS="-fsanitize=address"
 if ! "$python" setup.py -q build_ext --inplace > "$work/build.log" 2>&1; then
     cat "$work/build.log"

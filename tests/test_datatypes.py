@@ -170,7 +170,7 @@ def test_data_type_returns_the_enum_type():
 @pytest.mark.parametrize(
     "bad",
     [None, 1.0, 2.5, True, False, np.True_, [1], (1,), object(), b"float32", 1j,
-     np.float32(1.0), np.timedelta64(1), np.datetime64(1, "s")],
+     np.float32(1.0), np.timedelta64(1, "s"), np.datetime64(1, "s")],
 )  # fmt: skip
 def test_data_type_wrong_type(bad):
     with pytest.raises(TypeError):

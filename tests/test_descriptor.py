@@ -347,14 +347,14 @@ def test_rule7_known_flags_accepted(flags):
         {"sizes": None},
         {"sizes": [2.0, 3]},
         {"sizes": [True, 3]},
-        {"sizes": [np.timedelta64(2), 3]},  # a numpy integer subclass, but not a count
+        {"sizes": [np.timedelta64(2, "s"), 3]},  # a numpy integer subclass, but not a count
         {"sizes": [np.float32(2), 3]},
         {"sizes": np.ones((2, 3), dtype=int)},
         {"strides": [3.0, 1]},
         {"strides": "31"},
         {"strides": 3},
-        {"strides": [np.timedelta64(3), 1]},
-        {"total_tensor_size_in_bytes": np.timedelta64(24)},
+        {"strides": [np.timedelta64(3, "s"), 1]},
+        {"total_tensor_size_in_bytes": np.timedelta64(24, "s")},
         {"total_tensor_size_in_bytes": 24.0},
         {"total_tensor_size_in_bytes": "24"},
         {"guaranteed_base_offset_alignment": 4.0},

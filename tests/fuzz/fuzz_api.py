@@ -154,7 +154,7 @@ class Reader:
     def wrong_type(self) -> Any:
         return self.pick([
             1.0, 2.5, float("nan"), None, "2", "", True, False, np.float32(2), np.float64(1),
-            np.bool_(True), np.timedelta64(2), [2], (1, 2), {"a": 1}, b"\x02", 3 + 0j, object(),
+            np.bool_(True), np.timedelta64(2, "s"), [2], (1, 2), {"a": 1}, b"\x02", 3 + 0j, object(),
         ])
 
     def int_like(self, value: int) -> Any:
