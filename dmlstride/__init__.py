@@ -12,16 +12,6 @@ except ImportError as _exc:
 
     raise engine_import_error(_exc) from None
 
-from .copy import (
-    copy_tensor,
-    gather,
-    get_num_threads,
-    output_cache_info,
-    scatter,
-    set_num_threads,
-    set_output_cache,
-    view,
-)
 from .datatypes import (
     MAX_DIMENSION_COUNT,
     MAX_ELEMENT_COUNT,
@@ -36,7 +26,9 @@ from .datatypes import (
 )
 from .descriptor import DML_BUFFER_TENSOR_DESC, BufferTensorDesc
 from .errors import DescriptorError
+from .settings import get_num_threads, output_cache_info, set_num_threads, set_output_cache
 from .sizes import broadcast_strides, calc_buffer_tensor_size, calculate_strides, layout_names
+from .transfer import copy_tensor, gather, scatter, view
 from .viewsource import ViewSource, view_source
 
 __version__ = "0.1.0"

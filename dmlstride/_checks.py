@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .datatypes import MAX_DIMENSION_COUNT
+from ._limits import MAX_DIMENSION_COUNT, MAX_FIELD_VALUE, TOTAL_SIZE_LIMIT
 from .errors import DescriptorError
 
-UINT32_MAX = 2**32 - 1
-UINT64_LIMIT = 2**64
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -56,8 +54,8 @@ def as_dims(values: Any, name: str, *, minimum: int, expected_len: int | None = 
         if iv < minimum:
             what = "every size must be at least 1" if minimum == 1 else "every stride must be at least 0"
             raise DescriptorError(f"{name}[{i}] is {iv}; {what}")
-        if iv > UINT32_MAX:
-            raise DescriptorError(f"{name}[{i}] is {iv}; expected at most 2**32 - 1 = {UINT32_MAX}")
+        if iv > MAX_FIELD_VALUE:
+            raise DescriptorError(f"{name}[{i}] is {iv}; expected at most 2**32 - 1 = {MAX_FIELD_VALUE}")
         out.append(iv)
     return tuple(out)
 

@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._limits import (
+    MAX_DIMENSION_COUNT,
+    MAX_ELEMENT_COUNT,
+    MAX_ELEMENT_EXTENT,
+    MINIMUM_BUFFER_TENSOR_ALIGNMENT,
+)
 from .errors import DescriptorError
 
 if TYPE_CHECKING:
@@ -31,15 +37,6 @@ __all__ = [
     "numpy_dtype",
 ]
 
-#: Largest ``DimensionCount`` a buffer tensor may have (``DML_TENSOR_DIMENSION_COUNT_MAX1``).
-MAX_DIMENSION_COUNT = 8
-#: A buffer tensor's binding offset is always a multiple of this many bytes.
-MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
-#: Largest logical element count (product of sizes) of a buffer tensor.
-MAX_ELEMENT_COUNT = 2**32 - 1
-#: Largest element extent (offset of the last element + 1) of a buffer tensor; DirectML
-#: also caps ``TotalTensorSizeInBytes`` at the minimum implied size of this many elements.
-MAX_ELEMENT_EXTENT = 2**32 - 1
 
 
 class TensorDataType(enum.IntEnum):

@@ -10,8 +10,6 @@ import numpy as np
 
 from . import _overlap
 from ._checks import (
-    UINT32_MAX,
-    UINT64_LIMIT,
     as_int,
     as_sizes,
     as_strides,
@@ -20,6 +18,7 @@ from ._checks import (
     packed_strides,
     product,
 )
+from ._limits import MAX_DIMENSION_COUNT, MAX_FIELD_VALUE, TOTAL_SIZE_LIMIT
 from .datatypes import (
     MAX_ELEMENT_COUNT,
     MAX_ELEMENT_EXTENT,
@@ -193,7 +192,7 @@ class BufferTensorDesc:
                     f"total_tensor_size_in_bytes is {total}; expected at least the minimum "
                     f"implied size, {minimum}"
                 )
-            if total >= UINT64_LIMIT:
+            if total >= TOTAL_SIZE_LIMIT:
                 raise DescriptorError(
                     f"total_tensor_size_in_bytes is {total}; expected less than 2**64"
                 )
@@ -206,7 +205,7 @@ class BufferTensorDesc:
         align = as_int(guaranteed_base_offset_alignment, "guaranteed_base_offset_alignment")
         if align != 0:
             elem_bytes = (_element_bits(dt) + 7) // 8
-            if align < 0 or align & (align - 1) or align < elem_bytes or align > UINT32_MAX:
+            if align < 0 or align & (align - 1) or align < elem_bytes or align > MAX_FIELD_VALUE:
                 raise DescriptorError(
                     f"guaranteed_base_offset_alignment is {align}; expected 0 (no promise) or a "
                     f"power of two from the element size ({counted(elem_bytes, 'byte')}) to 2**31"
@@ -460,8 +459,8 @@ class BufferTensorDesc:
         (15, 15, 5, 1)
         """
         rank = as_int(rank, "rank")
-        if not 1 <= rank <= 8:
-            raise DescriptorError(f"rank is {rank}; expected 1 to 8")
+        if not 1 <= rank <= MAX_DIMENSION_COUNT:
+            raise DescriptorError(f"rank is {rank}; expected 1 to {MAX_DIMENSION_COUNT}")
         sizes, strides = list(self._sizes), None if self._strides is None else list(self._strides)
         while len(sizes) > rank:
             if sizes[0] != 1:
@@ -473,7 +472,7 @@ class BufferTensorDesc:
                 strides.pop(0)
         while len(sizes) < rank:
             if strides is not None:
-                strides.insert(0, min(sizes[0] * strides[0], UINT32_MAX))
+                strides.insert(0, min(sizes[0] * strides[0], MAX_FIELD_VALUE))
             sizes.insert(0, 1)
         limits = self._directml_limits if directml_limits is None else directml_limits
         return BufferTensorDesc(
@@ -569,7 +568,7 @@ class BufferTensorDesc:
             if n == 1:
                 # Any stride describes a size-1 dimension; keep numpy's when it is a valid
                 # one, so the layout stays recognisable (a batch of 1 in NHWC memory).
-                ok = s >= 0 and s % item == 0 and s // item <= UINT32_MAX
+                ok = s >= 0 and s % item == 0 and s // item <= MAX_FIELD_VALUE
                 strides.append(s // item if ok else 0)
                 continue
             if s < 0 or s % item:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._checks import UINT32_MAX, UINT64_LIMIT, as_int, as_sizes, as_strides, counted, last_index, product
+from ._limits import MAX_FIELD_VALUE, TOTAL_SIZE_LIMIT
+from ._checks import as_int, as_sizes, as_strides, counted, last_index, product
 from .datatypes import element_bits
 from .errors import DescriptorError
 
@@ -98,7 +99,7 @@ def calc_buffer_tensor_size(data_type: DataTypeLike, sizes: Sequence[int], strid
         strides = as_strides(strides, len(sizes))
         elements = last_index(sizes, strides) + 1
     nbytes = _bytes_for(bits, elements)
-    if nbytes >= UINT64_LIMIT:
+    if nbytes >= TOTAL_SIZE_LIMIT:
         raise DescriptorError(
             f"minimum implied size is {nbytes} bytes; expected less than 2**64 "
             "(TotalTensorSizeInBytes is a UINT64)"
@@ -196,9 +197,9 @@ def _strides_for_order(
         strides[axis] = 0 if broadcast[axis] else running
         running *= 1 if broadcast[axis] else sizes[axis]
     for axis, s in enumerate(strides):
-        if s > UINT32_MAX:
+        if s > MAX_FIELD_VALUE:
             raise DescriptorError(
-                f"strides[{axis}] would be {s}; expected at most 2**32 - 1 = {UINT32_MAX} "
+                f"strides[{axis}] would be {s}; expected at most 2**32 - 1 = {MAX_FIELD_VALUE} "
                 "(the tensor is too large for 32-bit strides)"
             )
     return tuple(strides)
@@ -287,9 +288,9 @@ def broadcast_strides(physical_sizes: Sequence[int], sizes: Sequence[int]) -> tu
                 f"is {want}; expected {wanted}"
             )
     for axis, s in enumerate(strides):
-        if s > UINT32_MAX:
+        if s > MAX_FIELD_VALUE:
             raise DescriptorError(
-                f"strides[{axis}] would be {s}; expected at most 2**32 - 1 = {UINT32_MAX} "
+                f"strides[{axis}] would be {s}; expected at most 2**32 - 1 = {MAX_FIELD_VALUE} "
                 "(the physical tensor is too large for 32-bit strides)"
             )
     return tuple(strides)

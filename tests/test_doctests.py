@@ -13,7 +13,8 @@ MODULES = [
     "dmlstride.datatypes",
     "dmlstride.sizes",
     "dmlstride.descriptor",
-    "dmlstride.copy",
+    "dmlstride.transfer",
+    "dmlstride.settings",
     "dmlstride._explain",
     "dmlstride.cli",
     "dmlstride.viewsource",
@@ -33,5 +34,5 @@ def test_docstring_examples(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"
-    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.copy"):
+    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.transfer"):
         assert examples > 0, f"{name} has no docstring examples"
