@@ -52,6 +52,7 @@ cdef extern from *:
        kernels run on the calling thread. */
     #include <stdint.h>
     typedef void (*dmls_chunk_fn)(void *ctx, int64_t chunk);
+    static char *dmls_scratch(void);
     #if !defined(_WIN32) && !defined(DMLSTRIDE_NO_THREADS)
     #include <pthread.h>
     #include <unistd.h>
@@ -87,7 +88,8 @@ cdef extern from *:
             dmls_pool.joined++;
             dmls_pool.inside++;
             pthread_mutex_unlock(&dmls_pool.mu);
-            dmls_claim();
+            if (dmls_scratch() != NULL)   /* else the caller does the chunks */
+                dmls_claim();
             pthread_mutex_lock(&dmls_pool.mu);
             if (--dmls_pool.inside == 0)
                 pthread_cond_signal(&dmls_pool.idle);
@@ -151,6 +153,46 @@ cdef extern from *:
         int64_t c;
         (void)nthreads;
         for (c = 0; c < nchunks; c++) fn(ctx, c);
+    }
+    #endif
+
+    /* Per-thread scratch memory: the staging buffers of the kernels live on
+       the heap, not on the caller's C stack (a thread started with a small
+       stack must not overflow).  One arena per thread, allocated on first
+       use and freed when the thread exits.  Regions: the nibble stages
+       (DMLS_SCRATCH_STAGE, DMLS_SCRATCH_STAGE2) and the kernels' tiles and
+       tables (DMLS_SCRATCH_KERNEL). */
+    #include <stdlib.h>
+    #define DMLS_SCRATCH_REGION ((int64_t)1 << 16)
+    #define DMLS_SCRATCH_STAGE 0
+    #define DMLS_SCRATCH_STAGE2 DMLS_SCRATCH_REGION
+    #define DMLS_SCRATCH_KERNEL (2 * DMLS_SCRATCH_REGION)
+    #define DMLS_SCRATCH_BYTES (3 * DMLS_SCRATCH_REGION)
+    #if !defined(_WIN32)
+    #include <pthread.h>
+    static pthread_key_t dmls_scratch_key;
+    static pthread_once_t dmls_scratch_once = PTHREAD_ONCE_INIT;
+    static int dmls_scratch_key_ok = 0;
+    static void dmls_scratch_make_key(void) {
+        dmls_scratch_key_ok = pthread_key_create(&dmls_scratch_key, free) == 0;
+    }
+    /* This thread's arena, allocated on first use; NULL if memory ran out. */
+    static char *dmls_scratch(void) {
+        void *mem;
+        pthread_once(&dmls_scratch_once, dmls_scratch_make_key);
+        if (!dmls_scratch_key_ok) return NULL;
+        mem = pthread_getspecific(dmls_scratch_key);
+        if (mem == NULL) {
+            if (posix_memalign(&mem, 64, (size_t)DMLS_SCRATCH_BYTES) != 0) return NULL;
+            if (pthread_setspecific(dmls_scratch_key, mem) != 0) { free(mem); return NULL; }
+        }
+        return (char *)mem;
+    }
+    #else
+    static __declspec(thread) char *dmls_scratch_mem;
+    static char *dmls_scratch(void) {
+        if (dmls_scratch_mem == NULL) dmls_scratch_mem = (char *)malloc((size_t)DMLS_SCRATCH_BYTES);
+        return dmls_scratch_mem;
     }
     #endif
 
@@ -222,7 +264,8 @@ cdef extern from *:
        Returns the number of k rows and j columns covered by whole
        micro-blocks; the caller copies the remainder. */
     static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone) {
+                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone,
+                                    char *scratch) {
         const int64_t N = 16 / W;
         const int64_t TK = 64 / W;      /* one source cache line of k */
         const int64_t TJ = 64;          /* source lines kept in L1 per tile */
@@ -232,12 +275,12 @@ cdef extern from *:
            Rows closer together (dk not a multiple of 2 KiB) spread over
            enough sets to be written in place. */
         enum { PITCH = 64 * 2 + 64, SPITCH = 64 + 16 };
-        char stage[16 * PITCH];
+        char *stage = scratch;                  /* 16 * PITCH bytes */
         const int staged = W <= 2 && dk % 2048 == 0;
         /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
            while the tile revisits them: copy the tile's source lines to a
            padded buffer first (each source line is then read once). */
-        char sstage[64 * SPITCH];
+        char *sstage = scratch + 16 * PITCH;   /* 64 * SPITCH bytes */
         const int sstaged = (sj % 4096) == 0;
         const char *sbase;
         int64_t sstep;
@@ -453,9 +496,9 @@ cdef extern from *:
        set while a strip walks down them: they are copied to a padded buffer
        first.  Covers rows k < *kdone (a multiple of 16 / W) and all jn. */
     static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                  int64_t kn, int64_t jn, int64_t *kdone) {
+                                  int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
         enum { SP = 256 + 16 };
-        char sst[64 * SP];
+        char *sst = scratch;                    /* 64 * SP bytes */
         const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
         const int sstaged = sj % 4096 == 0;
         const int64_t kf = kn - kn % N;
@@ -489,10 +532,10 @@ cdef extern from *:
        buffer and streamed out as one contiguous run, whatever the
        destination's alignment.  Covers rows k < *kdone. */
     static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
-                               int64_t kn, int64_t jn, int64_t *kdone) {
+                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
         enum { TB = 16384, SP = 256 + 16 };
-        char tile[TB];
-        char sst[64 * SP];
+        char *tile = scratch;                   /* TB bytes */
+        char *sst = scratch + TB;               /* 64 * SP bytes */
         const int64_t N = 16 / W, row = jn * W;
         /* TK k rows per tile: whole source lines, at most 256 bytes of k per
            source row (so sst holds them when jn <= 64) and TB bytes out. */
@@ -551,19 +594,20 @@ cdef extern from *:
         return 0;
     }
     static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone) {
-        (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
+                                    int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone,
+                                    char *scratch) {
+        (void)scratch; (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
         *kdone = 0;
         *jdone = 0;
     }
     static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                  int64_t kn, int64_t jn, int64_t *kdone) {
-        (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
+                                  int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+        (void)scratch; (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
         *kdone = 0;
     }
     static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
-                               int64_t kn, int64_t jn, int64_t *kdone) {
-        (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn;
+                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+        (void)scratch; (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn;
         *kdone = 0;
     }
     #endif
@@ -636,15 +680,16 @@ cdef extern from *:
     #endif
     static inline void dmls_block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                         char *d, const int64_t *kd, int64_t kn,
-                                        int sstage, int dstage, const int64_t L, int nt) {
+                                        int sstage, int dstage, const int64_t L, int nt,
+                                        char *scratch) {
         /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
            (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
            DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
            bytes, 64 * L * TJ + 64 * L * DMLS_BPAD / W <= 64 * DMLS_BJ + 256 * DMLS_BPAD. */
-        char sst[DMLS_BJ * 64 + 16 * DMLS_BJ];
-        char dst[64 * DMLS_BJ + 256 * DMLS_BPAD];
-        const char *sr[DMLS_BJ];
-        char *dr[256];
+        char *sst = scratch;                                    /* DMLS_BJ * 80 bytes */
+        char *dst = sst + DMLS_BJ * 80;                         /* 64 * DMLS_BJ + 256 * DMLS_BPAD */
+        const char **sr = (const char **)(dst + 64 * DMLS_BJ + 256 * DMLS_BPAD);  /* DMLS_BJ */
+        char **dr = (char **)(sr + DMLS_BJ);                    /* 256 */
         const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
         const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
         const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
@@ -729,11 +774,11 @@ cdef extern from *:
        DMLS_BJ / lines multiples of 64 / W. */
     static void dmls_block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                                      char *d, const int64_t *kd, int64_t kn,
-                                     int sstage, int dstage, int lines, int nt) {
+                                     int sstage, int dstage, int lines, int nt, char *scratch) {
         if (lines == 4)
-            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4, nt);
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, scratch);
         else
-            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1, nt);
+            dmls_block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, scratch);
     }
     /* Columns j0..j1 of a block, element by element (the edges of a
        streamed block: columns before its first line boundary and after its
@@ -751,11 +796,12 @@ cdef extern from *:
     void dmls_parallel(dmls_chunk_fn fn, void* ctx, int64_t nchunks, int nthreads) noexcept nogil
     int DMLSTRIDE_HAVE_SIMD
     void dmls_simd_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
-                             int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone) noexcept nogil
+                             int64_t kn, int64_t jn, int64_t* kdone, int64_t* jdone,
+                             char* scratch) noexcept nogil
     void dmls_nt_transpose(int W, const char* s, int64_t sj, char* d, int64_t dk,
-                           int64_t kn, int64_t jn, int64_t* kdone) noexcept nogil
+                           int64_t kn, int64_t jn, int64_t* kdone, char* scratch) noexcept nogil
     void dmls_nt_contig(int W, const char* s, int64_t sj, char* d,
-                        int64_t kn, int64_t jn, int64_t* kdone) noexcept nogil
+                        int64_t kn, int64_t jn, int64_t* kdone, char* scratch) noexcept nogil
     int64_t dmls_deint3_u8(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
     int64_t dmls_deint3_32(const char* s, char* d0, char* d1, char* d2, int64_t n) noexcept nogil
     int64_t dmls_int3_32(const char* s0, const char* s1, const char* s2, char* d, int64_t n) noexcept nogil
@@ -765,7 +811,9 @@ cdef extern from *:
     void dmls_store_fence() noexcept nogil
     void dmls_block_transpose(int W, const char* s, const int64_t* js, int64_t jn,
                               char* d, const int64_t* kd, int64_t kn,
-                              int sstage, int dstage, int lines, int nt) noexcept nogil
+                              int sstage, int dstage, int lines, int nt, char* scratch) noexcept nogil
+    char* dmls_scratch() noexcept nogil
+    int64_t DMLS_SCRATCH_STAGE, DMLS_SCRATCH_STAGE2, DMLS_SCRATCH_KERNEL
     void dmls_block_columns(int W, const char* s, const int64_t* js, int64_t j0, int64_t j1,
                             char* d, const int64_t* kd, int64_t kn) noexcept nogil
 
@@ -876,14 +924,13 @@ cdef enum:
 
 cdef inline void _tile(elem_t* tag, const char* s, char* d,
                        int64_t kn, int64_t kss, int64_t kds,
-                       int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
+                       int64_t j0, int64_t j1, int64_t iss, int64_t ids, char* stage) noexcept nogil:
     # Transpose a (kn x [j0, j1)) block: the source's fast dimension is k, the
     # destination's is j.  Each tile is read in source order (a short
     # contiguous run of k per j) into an L1-resident staging buffer, then
     # written out in destination order, one contiguous burst per k.
     # TK rows of P = TJ * W + TILE_PAD bytes, with TK * TJ * W <= TILE_BYTES and
-    # TK <= TILE_ROW_BYTES (W >= 1): at most TILE_BYTES + TILE_ROW_BYTES * TILE_PAD.
-    cdef char stage[TILE_BYTES + TILE_ROW_BYTES * TILE_PAD]
+    # TK <= TILE_ROW_BYTES (W >= 1): stage holds TILE_BYTES + TILE_ROW_BYTES * TILE_PAD.
     cdef int64_t TK = TILE_ROW_BYTES // sizeof(elem_t)
     cdef int64_t TJ
     cdef int64_t P
@@ -1073,15 +1120,15 @@ cdef inline void _nibble_row(const plan_t* p, const uint8_t* s, uint8_t* d,
 
 
 cdef void _tile_any(int w, const char* s, char* d, int64_t kn, int64_t kss, int64_t kds,
-                    int64_t j0, int64_t j1, int64_t iss, int64_t ids) noexcept nogil:
+                    int64_t j0, int64_t j1, int64_t iss, int64_t ids, char* stage) noexcept nogil:
     if w == 4:
-        _tile[uint32_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+        _tile[uint32_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids, stage)
     elif w == 2:
-        _tile[uint16_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+        _tile[uint16_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids, stage)
     elif w == 1:
-        _tile[uint8_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+        _tile[uint8_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids, stage)
     else:
-        _tile[uint64_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids)
+        _tile[uint64_t](NULL, s, d, kn, kss, kds, j0, j1, iss, ids, stage)
 
 
 cdef inline int64_t _whole_lines(const char* d, int64_t w, int64_t n, int64_t* head) noexcept nogil:
@@ -1098,7 +1145,8 @@ cdef inline int64_t _whole_lines(const char* d, int64_t w, int64_t n, int64_t* h
     return (n - head[0]) // e * e
 
 
-cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_t j1) noexcept nogil:
+cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_t j1,
+                     char* scratch) noexcept nogil:
     """Tile path for the (k, inner) pair over inner elements j0..j1."""
     cdef int w = p.width
     cdef int64_t jn = j1 - j0
@@ -1110,7 +1158,7 @@ cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_
     if DMLSTRIDE_HAVE_SIMD and p.k_ss == w and p.inner_ds == w:
         if p.stream and p.k_ds == jn * w and jn % (16 // w) == 0 and jn * w <= 1024:
             # Whole destination rows back to back: one contiguous stream.
-            dmls_nt_contig(w, sj, p.inner_ss, dj, p.k_n, jn, &kdone)
+            dmls_nt_contig(w, sj, p.inner_ss, dj, p.k_n, jn, &kdone, scratch)
             jb = jn
         elif p.stream and p.k_ds % 64 == 0:
             # Line-aligned strips; the columns before the first line boundary
@@ -1119,19 +1167,19 @@ cdef void _transpose(const plan_t* p, const char* s, char* d, int64_t j0, int64_
             jb = ja + body
             if body > 0:
                 dmls_nt_transpose(w, sj + ja * p.inner_ss, p.inner_ss, dj + ja * w, p.k_ds,
-                                  p.k_n, jb - ja, &kdone)
+                                  p.k_n, jb - ja, &kdone, scratch)
         else:
-            dmls_simd_transpose(w, sj, p.inner_ss, dj, p.k_ds, p.k_n, jn, &kdone, &jb)
+            dmls_simd_transpose(w, sj, p.inner_ss, dj, p.k_ds, p.k_n, jn, &kdone, &jb, scratch)
     if kdone == 0:
         ja = 0
         jb = 0
     if ja > 0:
-        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, 0, ja, p.inner_ss, p.inner_ds)
+        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, 0, ja, p.inner_ss, p.inner_ds, scratch)
     if jb < jn:
-        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, jb, jn, p.inner_ss, p.inner_ds)
+        _tile_any(w, sj, dj, p.k_n, p.k_ss, p.k_ds, jb, jn, p.inner_ss, p.inner_ds, scratch)
     if kdone < p.k_n and jb > ja:
         _tile_any(w, sj + kdone * p.k_ss, dj + kdone * p.k_ds, p.k_n - kdone, p.k_ss, p.k_ds,
-                  ja, jb, p.inner_ss, p.inner_ds)
+                  ja, jb, p.inner_ss, p.inner_ds, scratch)
 
 
 cdef inline void _group_offsets(int nd, const int64_t* n, const int64_t* st, int64_t* out) noexcept nogil:
@@ -1146,11 +1194,13 @@ cdef inline void _group_offsets(int nd, const int64_t* n, const int64_t* st, int
         cnt *= n[i]
 
 
-cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
+cdef void _block(const plan_t* p, const char* s, char* d, char* scratch) noexcept nogil:
     """One J x K block (MODE_BLOCK) at the given outer offsets."""
-    # bjtot, bktot <= BLOCK_GROUP (checked by the planner): 2 x 8 KiB of tables.
-    cdef int64_t js[BLOCK_GROUP]
-    cdef int64_t kd[BLOCK_GROUP]
+    # bjtot, bktot <= BLOCK_GROUP (checked by the planner): 2 x 8 KiB of
+    # tables at the start of scratch, the tiles' buffers after them.
+    cdef int64_t* js = <int64_t*>scratch
+    cdef int64_t* kd = js + BLOCK_GROUP
+    cdef char* tiles = <char*>(kd + BLOCK_GROUP)
     _group_offsets(p.bnj, p.bjn, p.bjs, js)
     _group_offsets(p.bnk, p.bkn, p.bkd, kd)
     cdef int64_t w = p.width, ja = 0, body = 0
@@ -1159,20 +1209,20 @@ cdef void _block(const plan_t* p, const char* s, char* d) noexcept nogil:
         # line boundary and after the last one are copied element by element.
         body = _whole_lines(d, w, p.bjtot, &ja)
     if body == 0:
-        dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines, 0)
+        dmls_block_transpose(p.width, s, js, p.bjtot, d, kd, p.bktot, p.bsstage, p.bdstage, p.blines, 0, tiles)
         return
     dmls_block_columns(p.width, s, js, 0, ja, d, kd, p.bktot)
-    dmls_block_transpose(p.width, s, js + ja, body, d + ja * w, kd, p.bktot, p.bsstage, 0, p.blines, 1)
+    dmls_block_transpose(p.width, s, js + ja, body, d + ja * w, kd, p.bktot, p.bsstage, 0, p.blines, 1, tiles)
     dmls_block_columns(p.width, s, js, ja + body, p.bjtot, d, kd, p.bktot)
 
 
 cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
-               int64_t j0, int64_t j1) noexcept nogil:
+               int64_t j0, int64_t j1, char* scratch) noexcept nogil:
     """Copy elements j0..j1 of the innermost dimension at outer offsets (so, do_)."""
     cdef int w = p.width
     cdef int64_t n = j1 - j0
     if p.mode == MODE_BLOCK:
-        _block(p, s + so, d + do_)
+        _block(p, s + so, d + do_, scratch)
         return
     if p.mode == MODE_NIBBLE:
         _nibble_row(p, <const uint8_t*>s, <uint8_t*>d,
@@ -1201,7 +1251,7 @@ cdef void _row(const plan_t* p, const char* s, char* d, int64_t so, int64_t do_,
             _small_k[uint64_t](NULL, s + so, d + do_, p.k_n, p.k_ss, p.k_ds, j0, j1, p.inner_ss, p.inner_ds)
         return
     if p.mode == MODE_TILE:
-        _transpose(p, s + so, d + do_, j0, j1)
+        _transpose(p, s + so, d + do_, j0, j1, scratch)
         return
     s = s + so + j0 * p.inner_ss
     d = d + do_ + j0 * p.inner_ds
@@ -1247,7 +1297,8 @@ cdef inline void _next_outer(const plan_t* p, int64_t* idx, int64_t* so, int64_t
         i -= 1
 
 
-cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_t t1) noexcept nogil:
+cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_t t1,
+                     char* scratch) noexcept nogil:
     """Run tasks t0..t1 (task = outer index * nseg + segment) with an odometer."""
     cdef int64_t idx[MAXD]
     cdef int64_t so = 0, do_ = 0, rem, o, seg, j0, j1, t
@@ -1270,7 +1321,7 @@ cdef void _run_tasks(const plan_t* p, const char* s, char* d, int64_t t0, int64_
         j1 = j0 + p.seg_len
         if j1 > p.inner_n:
             j1 = p.inner_n
-        _row(p, s, d, so, do_, j0, j1)
+        _row(p, s, d, so, do_, j0, j1, scratch)
         t += 1
         seg += 1
         if seg == p.nseg:
@@ -1295,14 +1346,15 @@ cdef void _task_chunk(void* ctx, int64_t c) noexcept nogil:
     cdef job_t* j = <job_t*>ctx
     cdef int64_t t0 = c * j.chunk
     cdef int64_t t1 = t0 + j.chunk
+    cdef char* scratch = dmls_scratch()   # allocated before this thread took the chunk
     if t1 > j.total:
         t1 = j.total
     if j.druns != NULL:
-        _run_staged_both(j.p, j.sub, j.sruns, j.druns, j.s, j.d, t0, t1)
+        _run_staged_both(j.p, j.sub, j.sruns, j.druns, j.s, j.d, t0, t1, scratch)
     elif j.sub != NULL:
-        _run_staged(j.p, j.sub, j.s, j.d, t0, t1)
+        _run_staged(j.p, j.sub, j.s, j.d, t0, t1, scratch)
     else:
-        _run_tasks(j.p, j.s, j.d, t0, t1)
+        _run_tasks(j.p, j.s, j.d, t0, t1, scratch)
 
 
 cdef void _split(const plan_t* p, const plan_t* sub, const char* s, char* d,
@@ -1325,9 +1377,10 @@ cdef void _split(const plan_t* p, const plan_t* sub, const char* s, char* d,
     dmls_parallel(_task_chunk, &job, nchunks, nthreads)
 
 
-cdef void _execute(const plan_t* p, const char* s, char* d, int nthreads) noexcept nogil:
+cdef void _execute(const plan_t* p, const char* s, char* d, int nthreads,
+                   char* scratch) noexcept nogil:
     if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or p.ntasks < 2 or p.mode == MODE_NIBBLE:
-        _run_tasks(p, s, d, 0, p.ntasks)
+        _run_tasks(p, s, d, 0, p.ntasks, scratch)
     else:
         _split(p, NULL, s, d, p.ntasks, nthreads)
 
@@ -1393,26 +1446,27 @@ cdef inline void _block_offsets(const plan_t* p, int64_t blk, int64_t* so, int64
 
 
 cdef void _run_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
-                      int64_t b0, int64_t b1) noexcept nogil:
+                      int64_t b0, int64_t b1, char* scratch) noexcept nogil:
     """Blocks b0..b1 of a staged 4-bit copy (outer dims in p.on/oss/ods)."""
-    cdef uint8_t stage[STAGE_ELEMS]
+    cdef uint8_t* stage = <uint8_t*>(scratch + DMLS_SCRATCH_STAGE)
+    cdef char* kernel = scratch + DMLS_SCRATCH_KERNEL
     cdef int64_t blk, so, do_
     for blk in range(b0, b1):
         _block_offsets(p, blk, &so, &do_)
         if p.src_nibble:
             _unpack(<const uint8_t*>s, so, p.inner_n, stage, p.sign_extend)
-            _run_tasks(sub, <const char*>stage, d + do_, 0, sub.ntasks)
+            _run_tasks(sub, <const char*>stage, d + do_, 0, sub.ntasks, kernel)
         else:
-            _run_tasks(sub, s + so, <char*>stage, 0, sub.ntasks)
+            _run_tasks(sub, s + so, <char*>stage, 0, sub.ntasks, kernel)
             _pack(stage, p.inner_n, <uint8_t*>d, do_)
 
 
 cdef void _execute_staged(const plan_t* p, const plan_t* sub, const char* s, char* d,
-                          int nthreads) noexcept nogil:
+                          int nthreads, char* scratch) noexcept nogil:
     # Packing into nibbles (p.dst_nibble) stays on one thread: neighbouring
     # blocks may share a byte.
     if nthreads <= 1 or p.dst_bytes < PARALLEL_THRESHOLD or p.outer_count < 2 or p.dst_nibble:
-        _run_staged(p, sub, s, d, 0, p.outer_count)
+        _run_staged(p, sub, s, d, 0, p.outer_count, scratch)
     else:
         _split(p, sub, s, d, p.outer_count, nthreads)
 
@@ -1440,17 +1494,18 @@ cdef void _runs(const plan_t* r, uint8_t* stage, uint8_t* buf, int64_t nib0, bin
 
 cdef void _run_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
                            const plan_t* druns, const char* s, char* d,
-                           int64_t b0, int64_t b1) noexcept nogil:
+                           int64_t b0, int64_t b1, char* scratch) noexcept nogil:
     """Blocks b0..b1 of a 4-bit copy with nibbles on both sides: unpack each
     block's source runs into bytes, let the byte plan ``sub`` reorder them into
     destination order, pack the destination runs."""
-    cdef uint8_t stage[STAGE_ELEMS]
-    cdef uint8_t stage2[STAGE_ELEMS]
+    cdef uint8_t* stage = <uint8_t*>(scratch + DMLS_SCRATCH_STAGE)
+    cdef uint8_t* stage2 = <uint8_t*>(scratch + DMLS_SCRATCH_STAGE2)
     cdef int64_t blk, so, do_
     for blk in range(b0, b1):
         _block_offsets(p, blk, &so, &do_)
         _runs(sruns, stage, <uint8_t*>s, so, True)
-        _run_tasks(sub, <const char*>stage, <char*>stage2, 0, sub.ntasks)
+        _run_tasks(sub, <const char*>stage, <char*>stage2, 0, sub.ntasks,
+                   scratch + DMLS_SCRATCH_KERNEL)
         _runs(druns, stage2, <uint8_t*>d, do_, False)
 
 
@@ -1468,11 +1523,11 @@ cdef int64_t _set_outer(plan_t* p, outer) except -1:
 
 cdef void _execute_staged_both(const plan_t* p, const plan_t* sub, const plan_t* sruns,
                                const plan_t* druns, const char* s, char* d, int nthreads,
-                               bint whole_bytes) noexcept nogil:
+                               bint whole_bytes, char* scratch) noexcept nogil:
     # Blocks run in parallel only when every block writes whole destination
     # bytes (no two blocks share one).
     if nthreads <= 1 or not whole_bytes or p.dst_bytes < PARALLEL_THRESHOLD or p.outer_count < 2:
-        _run_staged_both(p, sub, sruns, druns, s, d, 0, p.outer_count)
+        _run_staged_both(p, sub, sruns, druns, s, d, 0, p.outer_count, scratch)
     else:
         _split(p, sub, s, d, p.outer_count, nthreads, sruns, druns)
 
@@ -2113,35 +2168,41 @@ cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object exten
     return 0
 
 
-cdef inline void _run_plan(Plan plan, const char* s, char* d, int nthreads,
-                           bint fresh=False) noexcept:
+cdef inline int _run_plan(Plan plan, const char* s, char* d, int nthreads,
+                          bint fresh=False) except -1:
     # fresh: the destination was just allocated.  Its pages fault in on first
     # write and the kernel zeroes them through the cache, so non-temporal
     # stores would only bypass lines that are already there: use plain stores.
     cdef const plan_t* p = &plan.p
     cdef plan_t local
+    # The kernels' staging memory: this thread's heap arena (never the C stack).
+    cdef char* scratch = dmls_scratch()
+    if scratch == NULL:
+        raise MemoryError("no memory for the copy's staging buffers")
     if fresh and p.stream:
         local = plan.p
         local.stream = 0
         p = &local
     if plan.both:
         if p.dst_bytes < NOGIL_THRESHOLD:
-            _run_staged_both(p, &plan.sub, &plan.sruns, &plan.druns, s, d, 0, p.outer_count)
+            _run_staged_both(p, &plan.sub, &plan.sruns, &plan.druns, s, d, 0, p.outer_count,
+                             scratch)
         else:
             with nogil:
                 _execute_staged_both(p, &plan.sub, &plan.sruns, &plan.druns, s, d, nthreads,
-                                     plan.whole_bytes)
+                                     plan.whole_bytes, scratch)
     elif plan.staged:
         if p.dst_bytes < NOGIL_THRESHOLD:
-            _execute_staged(p, &plan.sub, s, d, 1)
+            _execute_staged(p, &plan.sub, s, d, 1, scratch)
         else:
             with nogil:
-                _execute_staged(p, &plan.sub, s, d, nthreads)
+                _execute_staged(p, &plan.sub, s, d, nthreads, scratch)
     elif p.dst_bytes < NOGIL_THRESHOLD:
-        _execute(p, s, d, 1)
+        _execute(p, s, d, 1, scratch)
     else:
         with nogil:
-            _execute(p, s, d, nthreads)
+            _execute(p, s, d, nthreads, scratch)
+    return 0
 
 
 def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_need,
