@@ -26,14 +26,14 @@ void dmls_pack(const uint8_t *src, int64_t n, uint8_t *d, int64_t nib0) {
     uint8_t *q;
     if (n <= 0) return;
     if (nib0 & 1) {
-        d[nib0 >> 1] = (uint8_t)((d[nib0 >> 1] & 0x0F) | ((src[0] & 0x0F) << 4));
+        dmls_set_nibble(&d[nib0 >> 1], 1, src[0]);
         i = 1;
     }
     q = d + ((nib0 + i) >> 1);
     pairs = (n - i) >> 1;
     for (k = dmls_isa.pack_nibbles(src + i, q, pairs); k < pairs; k++)
         q[k] = (uint8_t)((src[i + 2 * k] & 0x0F) | ((src[i + 2 * k + 1] & 0x0F) << 4));
-    if (i + 2 * pairs < n) q[pairs] = (uint8_t)((q[pairs] & 0xF0) | (src[n - 1] & 0x0F));
+    if (i + 2 * pairs < n) dmls_set_nibble(&q[pairs], 0, src[n - 1]);
 }
 
 void dmls_nibble_row(const dmls_plan *p, const uint8_t *s, uint8_t *d,
@@ -48,10 +48,13 @@ void dmls_nibble_row(const dmls_plan *p, const uint8_t *s, uint8_t *d,
         else
             v = s[x] & 0x0F;
         if (p->dst_nibble) {
-            if (y & 1)
-                d[y >> 1] = (uint8_t)((d[y >> 1] & 0x0F) | (v << 4));
+            /* Inside a run of consecutive nibbles both nibbles of a byte are
+               this row's; elsewhere the other one may belong to a concurrent
+               writer. */
+            if (ds == 1 && j > 0 && j < n - 1)
+                d[y >> 1] = (uint8_t)((y & 1) ? (d[y >> 1] & 0x0F) | (v << 4) : (d[y >> 1] & 0xF0) | v);
             else
-                d[y >> 1] = (uint8_t)((d[y >> 1] & 0xF0) | v);
+                dmls_set_nibble(&d[y >> 1], (int)(y & 1), v);
         } else {
             d[y] = (p->sign_extend && (v & 0x08)) ? (uint8_t)(v | 0xF0) : v;
         }
