@@ -241,6 +241,16 @@ static void test_nibbles(void) {
     }
 }
 
+/* A block group of two dimensions, fastest first. */
+static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, int64_t stride1) {
+    g->ndim = 2;
+    g->size[0] = n0;
+    g->stride[0] = stride0;
+    g->size[1] = n1;
+    g->stride[1] = stride1;
+    g->elems = n0 * n1;
+}
+
 /* ---- the blocked transpose: J = (5, 13) destination-contiguous, K = (16, 3) source-contiguous ---- */
 static void test_block(void) {
     int wi, off;
@@ -265,18 +275,8 @@ static void test_block(void) {
                 memset(&p, 0, sizeof p);
                 p.mode = DMLS_MODE_BLOCK;
                 p.width = W;
-                p.jgroup.ndim = 2;
-                p.jgroup.size[0] = j0n;
-                p.jgroup.stride[0] = s_j0;
-                p.jgroup.size[1] = j1n;
-                p.jgroup.stride[1] = s_j1;
-                p.jgroup.elems = j0n * j1n;
-                p.kgroup.ndim = 2;
-                p.kgroup.size[0] = k0n;
-                p.kgroup.stride[0] = d_k0;
-                p.kgroup.size[1] = k1n;
-                p.kgroup.stride[1] = d_k1;
-                p.kgroup.elems = k0n * k1n;
+                set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
+                set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
                 p.block_lines = lines;
                 p.block_stage_src = off;
                 p.block_stage_dst = off && W <= 2;
