@@ -101,7 +101,8 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     c.segments = kp.segments
     c.tasks = kp.tasks
     c.dst_bytes = kp.dst_bytes
-    if c.segment_len < 1 or c.segments * c.segment_len < c.inner_size or c.tasks != c.outer_count * c.segments:
+    if (c.segment_len < 1 or c.segments * c.segment_len < c.inner_size
+            or c.tasks != c.outer_count * c.segments):
         raise ValueError("plan: segments do not cover the innermost dimension")
     if c.mode == DMLS_MODE_BLOCK:
         _load_group(&c.jgroup, kp.block.j, kp.block.j_elems)

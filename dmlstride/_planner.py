@@ -28,7 +28,7 @@ All strides here are in bytes (in nibbles on a 4-bit side).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 #: Dimensions of a tensor.
 MAX_DIMS = 8
@@ -42,9 +42,6 @@ STAGE_ELEMS = 1 << 16
 STAGE_MIN_ELEMS = 64
 #: Target number of elements per segment of the innermost dimension.
 SEGMENT_ELEMS = 1 << 16
-#: A transposition with at most this many source-fast channels copies each
-#: channel as a strided run (the executor decides this from ``tile``).
-SMALL_TILE = 8
 
 #: Copies of at least this many bytes (well past the L2/L3 sizes) use
 #: streaming (non-temporal) stores; changed by ``_engine._set_stream_min_total``.
@@ -111,7 +108,6 @@ class CopyPlan:
     src_runs: Runs | None = None      # staged_both: each side's runs in a block
     dst_runs: Runs | None = None
     whole_bytes: bool = False         # staged_both: no two blocks share a destination byte
-    notes: list[str] = field(default_factory=list)
 
 
 def extents(sizes, src_strides, dst_strides, element_bits, src_nibble, dst_nibble):

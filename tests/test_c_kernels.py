@@ -49,3 +49,25 @@ def test_c_kernels(flags, tmp_path):
     assert " 0 failures" in run.stdout
     if flags:
         assert "highest isa level 0" in run.stdout
+
+
+def test_no_kernel_frame_takes_more_than_a_few_kib_of_stack(tmp_path):
+    # Staging buffers live in the per-thread scratch arena: a copy on a thread
+    # with a small stack (threading.stack_size) must not overflow it.
+    cc = _compiler()
+    probe = subprocess.run([cc, "-fstack-usage", "-x", "c", "-c", "-", "-o", str(tmp_path / "p.o")],
+                           input="int f(void) { return 0; }\n", capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{cc} has no -fstack-usage")
+    frames = []
+    for src in kernel_sources():
+        obj = tmp_path / (Path(src).stem + ".o")
+        build = subprocess.run([cc, "-O3", "-fstack-usage", "-pthread", "-c", src, "-o", str(obj)],
+                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert build.returncode == 0, build.stderr
+        for line in obj.with_suffix(".su").read_text().splitlines():
+            where, size, kind = line.rsplit("\t", 2)
+            frames.append((int(size), where, kind))
+    assert frames
+    assert max(frames)[0] <= 2048, sorted(frames)[-5:]
+    assert not [f for f in frames if "dynamic" in f[2] and "bounded" not in f[2]]

@@ -161,10 +161,10 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
     }
 }
 
-/* A transposition with few (<= 8) source-fast channels k: each channel is
-   copied as a strided run, in blocks of j so that the source block stays in
-   cache across channels; 2-4 interleaved channels into planes take the
-   de-interleave kernel. */
+/* A transposition with few (<= DMLS_SMALL_TILE) source-fast channels k:
+   each channel is copied as a strided run, in blocks of j so that the
+   source block stays in cache across channels; 2-4 interleaved channels
+   into planes take the de-interleave kernel. */
 static inline void DMLS_FN(dmls_small_k_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t kds,
                                           int64_t j0, int64_t j1, int64_t iss, int64_t ids) {
     const int64_t block = 4096;

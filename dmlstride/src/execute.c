@@ -27,7 +27,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
                                             p->tile_src_stride, n));
         return;
     case DMLS_MODE_TILE:
-        if (p->tile_size <= 8)
+        if (p->tile_size <= DMLS_SMALL_TILE)
             DMLS_BY_WIDTH(w, dmls_small_k_, (s + so, d + do_, p->tile_size, p->tile_src_stride,
                                              p->tile_dst_stride, j0, j1, iss, ids));
         else

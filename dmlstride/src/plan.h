@@ -20,6 +20,9 @@ enum {
 
 /* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
 #define DMLS_BLOCK_GROUP 1024
+/* MODE_TILE with at most this many source-fast channels copies each channel
+   as a strided run (or de-interleaves 2-4 of them). */
+#define DMLS_SMALL_TILE 8
 /* Staged 4-bit copies: elements per staging block (one scratch region). */
 #define DMLS_STAGE_ELEMS 65536
 
