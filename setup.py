@@ -1,12 +1,23 @@
-"""Build script: cythonizes the private kernel modules.
+"""Build script: the engine extension from its Cython bridge and C sources.
 
-All Cython compiler directives live here, in one place.  The kernels split
-large copies over a small pthread pool; DMLSTRIDE_NO_THREADS=1 builds a
-single-threaded engine (as on platforms without pthreads).  Release builds
-carry no debug information; DMLSTRIDE_DEBUG=1 builds with it.
-DMLSTRIDE_EXTRA_CFLAGS and DMLSTRIDE_EXTRA_LDFLAGS are added last.
+All Cython compiler directives live here, in one place.  dmlstride._engine is
+dmlstride/_engine.pyx (the typed bridge) compiled together with every C file
+in dmlstride/src (the kernels, the thread pool, the output allocator).
+
+Build switches (environment variables):
+
+* DMLSTRIDE_NO_THREADS=1: a single-threaded engine (as on platforms without
+  pthreads);
+* DMLSTRIDE_NO_SIMD=1: the generic kernels only (no SSE2/SSSE3 variants);
+* DMLSTRIDE_EXTRA_CFLAGS / DMLSTRIDE_EXTRA_LDFLAGS: extra compiler and linker
+  flags (the sanitizer build uses them), added last;
+* DMLSTRIDE_DEBUG=1: keep debug information (release builds carry none).
+
+The wheel targets the baseline of the platform (no -march=native): on x86-64
+the SSE2 kernels are always compiled in, SSSE3 ones are chosen at run time.
 """
 
+import glob
 import os
 import sys
 
@@ -42,12 +53,17 @@ extra_link += os.environ.get("DMLSTRIDE_EXTRA_LDFLAGS", "").split()
 macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")]
 if os.environ.get("DMLSTRIDE_NO_THREADS"):
     macros.append(("DMLSTRIDE_NO_THREADS", "1"))
+if os.environ.get("DMLSTRIDE_NO_SIMD"):
+    macros.append(("DMLSTRIDE_NO_SIMD", "1"))
+
+C_SOURCES = sorted(glob.glob(os.path.join("dmlstride", "src", "*.c")))
 
 extensions = [
     Extension(
         "dmlstride._engine",
-        ["dmlstride/_engine.pyx"],
+        ["dmlstride/_engine.pyx", *C_SOURCES],
         include_dirs=[np.get_include()],
+        depends=sorted(glob.glob(os.path.join("dmlstride", "src", "*.h"))),
         define_macros=macros,
         extra_compile_args=extra_compile,
         extra_link_args=extra_link,

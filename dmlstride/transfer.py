@@ -267,7 +267,9 @@ def scatter(
     """Write ``array`` into the elements of the tensor ``desc`` describes in ``buffer``.
 
     Exactly the tensor's elements are written: padding, bytes past the last
-    element and, for 4-bit types, the neighbouring nibble stay as they were.
+    element and, for 4-bit types, the neighbouring nibble stay as they were
+    (a byte shared with a nibble outside the tensor is updated atomically, so
+    another thread may write that nibble at the same time).
 
     Parameters
     ----------

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Build the extension with AddressSanitizer in a temporary copy of the
-# repository and run the test suite (and a bounded fuzz run) against it.
+# Build the C kernel tests (tests/c/test_kernels.c against dmlstride/src) with
+# AddressSanitizer and UndefinedBehaviorSanitizer and run them, with and
+# without the SIMD variants; then build the extension with AddressSanitizer
+# in a temporary copy of the repository and run the test suite (and a
+# bounded fuzz run) against it.
 #
 #   tests/asan.sh                    # whole suite, then 30 s of fuzzing
 #   tests/asan.sh -m "not bigmem"    # extra arguments go to pytest
@@ -54,6 +57,21 @@ if ! nm -D "$so" | grep __asan_ > /dev/null; then
     echo "asan: $so is not instrumented" >&2
     exit 2
 fi
+
+echo "== C kernel tests with -fsanitize=address,undefined"
+kernels=$(ls dmlstride/src/*.c | grep -v '/alloc\.c$')
+for simd in "" -DDMLSTRIDE_NO_SIMD; do
+    # shellcheck disable=SC2086
+    if ! "$cc" -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -pthread $simd -I dmlstride/src tests/c/test_kernels.c $kernels -o "$work/test_kernels"; then
+        echo "asan: the C kernel tests did not build" >&2
+        exit 2
+    fi
+    if ! ASAN_OPTIONS=detect_leaks=1 "$work/test_kernels"; then
+        echo "asan: the C kernel tests failed ${simd:+($simd)}" >&2
+        exit 1
+    fi
+done
 
 export LD_PRELOAD="$libasan"
 export PYTHONMALLOC=malloc

@@ -1,0 +1,102 @@
+# Declarations of the engine's C sources (dmlstride/src), for _engine.pyx.
+# Each header says what its functions do; they trust their arguments.
+
+from libc.stdint cimport int64_t
+
+
+cdef extern from "src/engine-limits.h":
+    int DMLS_ALIGNMENT
+    enum: DMLS_MAX_DIMS
+    size_t DMLS_OUTPUT_CACHE_DEFAULT
+    int DMLS_MAX_THREADS
+    int DMLS_MAX_WORKERS
+
+
+cdef extern from "src/plan.h":
+    enum:
+        DMLS_MODE_MEMCPY
+        DMLS_MODE_FILL
+        DMLS_MODE_STRIDED
+        DMLS_MODE_TILE
+        DMLS_MODE_NIBBLE
+        DMLS_MODE_INTERLEAVE
+        DMLS_MODE_BLOCK
+        DMLS_COPY_PLAIN
+        DMLS_COPY_STAGED
+        DMLS_COPY_STAGED_BOTH
+    int DMLS_BLOCK_GROUP
+    int DMLS_STAGE_ELEMS
+
+    ctypedef struct dmls_group:
+        int ndim
+        int64_t size[DMLS_MAX_DIMS]
+        int64_t stride[DMLS_MAX_DIMS]
+        int64_t elems
+
+    ctypedef struct dmls_plan:
+        int mode
+        int width
+        int src_nibble
+        int dst_nibble
+        int sign_extend
+        int stream
+        int outer_ndim
+        int64_t outer_size[DMLS_MAX_DIMS]
+        int64_t outer_src_stride[DMLS_MAX_DIMS]
+        int64_t outer_dst_stride[DMLS_MAX_DIMS]
+        int64_t outer_count
+        int64_t inner_size
+        int64_t inner_src_stride
+        int64_t inner_dst_stride
+        int64_t tile_size
+        int64_t tile_src_stride
+        int64_t tile_dst_stride
+        int64_t segment_len
+        int64_t segments
+        int64_t tasks
+        int64_t dst_bytes
+        dmls_group jgroup
+        dmls_group kgroup
+        int block_stage_src
+        int block_stage_dst
+        int block_lines
+
+    ctypedef struct dmls_copy:
+        int kind
+        int whole_bytes
+        dmls_plan main
+        dmls_plan sub
+        dmls_plan src_runs
+        dmls_plan dst_runs
+
+
+cdef extern from "src/scratch.h":
+    char* dmls_scratch() noexcept nogil
+
+
+cdef extern from "src/pool.h":
+    int DMLSTRIDE_HAVE_THREADS
+    void dmls_pool_set_threads(int nthreads) noexcept nogil
+    int dmls_pool_workers() noexcept nogil
+
+
+cdef extern from "src/isa.h":
+    int DMLSTRIDE_HAVE_SIMD
+    enum:
+        DMLS_ISA_GENERIC
+        DMLS_ISA_SSE2
+        DMLS_ISA_SSSE3
+    int dmls_isa_select(int max_level) noexcept nogil
+
+
+cdef extern from "src/execute.h":
+    void dmls_run(const dmls_copy* c, const char* s, char* d, int nthreads, char* scratch) noexcept nogil
+
+
+cdef extern from "src/alloc.h":
+    object dmls_out_handler_capsule()
+    size_t dmls_cache_set_limit(size_t limit) noexcept
+    size_t dmls_cache_limit
+    size_t dmls_cache_bytes
+    int dmls_cache_hit
+    size_t DMLS_CACHE_MIN

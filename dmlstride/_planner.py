@@ -1,0 +1,448 @@
+"""The copy planner: how a (source layout, destination layout) pair is copied.
+
+Private module.  :func:`plan_copy` decides; ``dmlstride._engine.Plan`` checks
+the decision against the C limits, stores it in the structs of
+``src/plan.h`` and runs it.  Every decision can be tested here on its own:
+
+* size-1 dimensions are dropped;
+* dimensions are ordered by destination stride (outermost first), ties broken
+  by source stride, so writes stream;
+* neighbours contiguous in both operands are merged;
+* the innermost dimension is classified: contiguous in both (``memcpy``), a
+  zero source stride (``fill``), a transposition (another dimension is the
+  source's fastest: ``tile``, or ``interleave`` for 2-4 planes into
+  interleaved channels), or plain ``strided``;
+* a transposition whose source-contiguous run (group K) and destination-
+  contiguous run (group J) span several dimensions is copied in J x K
+  blocks (``block``);
+* 4-bit types packed in some memory order go through byte staging blocks
+  (``staged``: unpack, a byte plan, pack; nibbles on one side or on both);
+  other 4-bit layouts take the element-wise ``nibble`` path.
+
+Work is a flat range of tasks (outer index x segment of the innermost
+dimension) that threads split into disjoint destination slabs.
+
+All strides here are in bytes (in nibbles on a 4-bit side).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._limits import MAX_DIMENSION_COUNT as MAX_DIMS
+
+#: MODE block: at most this many elements in each of the J and K groups.
+BLOCK_GROUP = 1024
+#: ... and in a block (J x K, sized for L2).
+BLOCK_ELEMS = 1 << 16
+#: Staged 4-bit copies: elements per staging block.
+STAGE_ELEMS = 1 << 16
+#: Staged 4-bit copies: blocks smaller than this take the element-wise path.
+STAGE_MIN_ELEMS = 64
+#: Target number of elements per segment of the innermost dimension.
+SEGMENT_ELEMS = 1 << 16
+
+#: Copies of at least this many bytes (well past the L2/L3 sizes) use
+#: streaming (non-temporal) stores; changed by ``_engine._set_stream_min_total``.
+stream_min_total = 1 << 25
+
+Dim = tuple[int, int, int]   # (size, source stride, destination stride)
+
+
+@dataclass
+class BlockGroups:
+    """The two groups of a ``block`` plan, fastest dimension first."""
+
+    j: list[tuple[int, int]]          # destination-contiguous: (size, source stride)
+    k: list[tuple[int, int]]          # source-contiguous: (size, destination stride)
+    j_elems: int
+    k_elems: int
+    stage_src: bool                   # stage source lines in L1 (rows share an L1 set)
+    stage_dst: bool                   # stage destination rows in L1
+    lines: int                        # source lines of k per tile row (1 or 4)
+
+
+@dataclass
+class KernelPlan:
+    """One pass of the executor over a layout pair."""
+
+    mode: str                         # memcpy fill strided tile interleave block nibble
+    width: int                        # bytes per element; 1 for 4-bit
+    outer: list[Dim]                  # outer dimensions, slowest first
+    inner: Dim                        # the innermost dimension
+    tile: Dim | None = None           # tile / interleave / block: the other transposed dimension
+    segment_len: int = 0              # inner elements per task
+    segments: int = 1                 # tasks per outer index
+    tasks: int = 1
+    dst_bytes: int = 0
+    stream: bool = False
+    block: BlockGroups | None = None
+    src_nibble: bool = False
+    dst_nibble: bool = False
+    sign_extend: bool = False
+
+    @property
+    def outer_count(self) -> int:
+        return math.prod(n for n, _, _ in self.outer)
+
+
+@dataclass
+class Runs:
+    """A staged block as seen from one 4-bit side: ``run`` contiguous nibbles
+    per run; runs at ``outer`` (size, stage stride in bytes, side stride in nibbles)."""
+
+    run: int
+    outer: list[Dim]
+
+
+@dataclass
+class CopyPlan:
+    """A whole copy: a kernel plan, or a staged 4-bit copy of blocks."""
+
+    kind: str                         # plain, staged, staged_both
+    main: KernelPlan                  # staged: outer = the blocks, inner = one block
+    src_extent: int                   # bytes each side needs from its base
+    dst_extent: int
+    sub: KernelPlan | None = None     # staged: the byte plan run on each block
+    src_runs: Runs | None = None      # staged_both: each side's runs in a block
+    dst_runs: Runs | None = None
+    whole_bytes: bool = False         # staged_both: no two blocks share a destination byte
+
+
+def extents(sizes, src_strides, dst_strides, element_bits, src_nibble, dst_nibble):
+    """Bytes each side must have from its base, computed exactly."""
+    src_last = sum((n - 1) * a for n, a in zip(sizes, src_strides))
+    dst_last = sum((n - 1) * b for n, b in zip(sizes, dst_strides))
+    if element_bits == 4:
+        return ((src_last + 2) // 2 if src_nibble else src_last + 1,
+                (dst_last + 2) // 2 if dst_nibble else dst_last + 1)
+    width = element_bits // 8
+    return (src_last + 1) * width, (dst_last + 1) * width
+
+
+def merge_dims(dims: list[Dim]) -> list[Dim]:
+    """Drop size-1 dims, order by destination then source stride (slowest
+    first) and merge neighbours contiguous in both operands."""
+    ordered = sorted((d for d in dims if d[0] > 1), key=lambda t: (t[2], t[1]), reverse=True)
+    merged: list[Dim] = []
+    for n, a, b in ordered:
+        if merged:
+            pn, pa, pb = merged[-1]
+            if pa == a * n and pb == b * n:
+                merged[-1] = (pn * n, a, b)
+                continue
+        merged.append((n, a, b))
+    return merged
+
+
+def source_fast_dim(outer: list[Dim], inner_src_stride: int) -> int:
+    """Index of the outer dim with the smallest non-zero source stride below
+    the innermost's (a transposition), or -1."""
+    best = -1
+    for i, (_, a, _) in enumerate(outer):
+        if 0 < a < inner_src_stride and (best < 0 or a < outer[best][1]):
+            best = i
+    return best
+
+
+def take_group(dims: list[Dim], side: int, unit: int, limit: int, first: Dim | None):
+    """Pop a group of dims whose strides on one side run contiguously.
+
+    Starting from ``first`` (or the dim whose stride is ``unit``), take the dim
+    whose stride on ``side`` (1 source, 2 destination) equals ``unit`` times
+    the elements taken so far, while at most ``limit`` elements; a dim that
+    does not fit whole is split by its largest divisor that does (the rest
+    stays in ``dims``).  Returns (group, elements).
+    """
+    group: list[Dim] = []
+    total = 1
+    while True:
+        if first is not None:
+            n, a, b = first
+            first = None
+        else:
+            want = unit * total
+            for i, t in enumerate(dims):
+                if t[side] == want:
+                    n, a, b = dims.pop(i)
+                    break
+            else:
+                break
+        room = limit // total
+        if n > room:
+            c = room
+            while c > 1 and n % c:
+                c -= 1
+            if c > 1:
+                group.append((c, a, b))
+                dims.append((n // c, a * c, b * c))
+                total *= c
+            else:
+                dims.append((n, a, b))
+            break
+        group.append((n, a, b))
+        total *= n
+    return group, total
+
+
+def rows_per_l1_set(group: list[Dim], side: int, rows: int) -> int:
+    """How many of ``rows`` consecutive group elements share an L1 set (4 KiB period)."""
+    g = 4096
+    for t in group:
+        g = math.gcd(g, t[side])
+    return rows * g // 4096
+
+
+def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
+    """A ``block`` plan if the layout has a source-contiguous group K and a
+    destination-contiguous group J that are both long enough and at least one
+    of them spans several dimensions (or a split one); else None."""
+    dims = list(merged)
+    inner = dims.pop()
+    # J starts at the destination's unit-stride dimension (the innermost).
+    if inner[2] != width or any(b == 0 for _, _, b in merged):
+        return None
+    kgroup, ktot = take_group(dims, 1, width, BLOCK_GROUP, None)
+    if ktot < 8:
+        return None
+    jgroup, jtot = take_group(dims, 2, width, min(BLOCK_GROUP, BLOCK_ELEMS // ktot), inner)
+    # Two single dimensions are a plain 2-D transpose: the tile path does those.
+    if jtot < 8 or (len(kgroup) == 1 and len(jgroup) == 1):
+        return None
+    dims.sort(key=lambda t: (t[2], t[1]), reverse=True)
+    # When consecutive k rows are adjacent in the destination (the first K
+    # dimension's stride is the whole J run) and short (a band of 4-line-tall
+    # tiles covers 256 * jtot <= 16 KiB, in L1 while its j tiles fill it),
+    # tiles of 4 source lines by 16 j read each source row in longer bursts.
+    # Otherwise every k row is its own write stream: keep tiles one line tall.
+    lines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 else 1
+    # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
+    # tile's rows would put more than 8 lines in one set.  Wider elements
+    # write 4 or 2 destination rows per micro-block, which the store path
+    # absorbs (staging them measured slower).
+    stage_src = rows_per_l1_set(jgroup, 1, 64 // lines) > 8
+    stage_dst = width <= 2 and rows_per_l1_set(kgroup, 2, 64 * lines // width) > 8
+    outer_count = math.prod(n for n, _, _ in dims)
+    dst_bytes = outer_count * jtot * ktot * width
+    # Streaming stores write whole destination lines, four per k row and
+    # tile (one-line-tall tiles of 64 columns): every k row must start on the
+    # same line offset.  Four-line-tall tiles write one line per row and
+    # tile; streamed that way they measured slower, so they keep plain stores.
+    stream = (dst_bytes >= stream_min_total and lines == 1 and not stage_dst
+              and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup))
+    return KernelPlan(
+        mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
+        tile=(ktot, width, kgroup[0][2]), segment_len=jtot, segments=1, tasks=outer_count,
+        dst_bytes=dst_bytes, stream=stream,
+        block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
+                          j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
+                          lines=lines))
+
+
+def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
+    """The kernel plan for elements of ``width`` bytes (strides in bytes)."""
+    count = math.prod(sizes)
+    merged = merge_dims(list(zip(sizes, src, dst))) or [(1, width, width)]
+    outer = merged[:-1]
+    inner_n, inner_ss, inner_ds = merged[-1]
+    tile = None
+    if inner_ss == width and inner_ds == width:
+        mode = "memcpy"
+    elif inner_ss == 0:
+        mode = "fill"
+    else:
+        block = plan_block(merged, width)
+        if block is not None:
+            return block
+        mode = "strided"
+        best = source_fast_dim(outer, inner_ss)
+        if best >= 0 and inner_n >= 8:
+            mode = "tile"
+            tile = outer.pop(best)
+        elif best >= 0 and inner_n <= 4 and inner_ds == width:
+            # Interleave a few channels: the source-fast dimension k becomes
+            # the loop, the destination-fast (small) one the channels.
+            n, a, b = outer[best]
+            if a == width and b == inner_n * width:
+                outer.pop(best)
+                mode = "interleave"
+                tile = (inner_n, inner_ss, inner_ds)
+                inner_n, inner_ss, inner_ds = n, a, b
+    plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
+                      tile=tile, dst_bytes=count * width)
+    split_segments(plan)
+    plan.stream = mode in ("memcpy", "tile") and plan.dst_bytes >= stream_min_total
+    return plan
+
+
+def split_segments(plan: KernelPlan) -> None:
+    """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks)."""
+    inner_n = plan.inner[0]
+    k = plan.tile[0] if plan.tile is not None else 1
+    if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
+        plan.segment_len = inner_n
+    else:
+        plan.segment_len = min(inner_n, max(64, (SEGMENT_ELEMS // k) // 64 * 64))
+    plan.segments = -(-inner_n // plan.segment_len)
+    plan.tasks = plan.outer_count * plan.segments
+
+
+def staged_split(dims: list[Dim], side: int):
+    """Split dims (size, source, destination strides in nibbles) into staging
+    blocks, or None.
+
+    ``side`` 1: the source holds nibbles, 2: the destination does.  That side
+    must be packed in some order (its strides, sorted, are running products
+    of the sizes).  Returns (outer dims, block dims, block elements): every
+    block is one contiguous run of nibbles of at most STAGE_ELEMS elements.
+    """
+    order = sorted(dims, key=lambda t: t[side], reverse=True)
+    running = 1
+    for n, a, b in reversed(order):
+        if (a, b)[side - 1] != running:
+            return None
+        running *= n
+    block: list[Dim] = []
+    elems = 1
+    i = len(order) - 1
+    while i >= 0 and elems * order[i][0] <= STAGE_ELEMS:
+        elems *= order[i][0]
+        block.insert(0, order[i])
+        i -= 1
+    outer = list(order[:i + 1])
+    if outer:
+        # Chunk the next dimension by the largest divisor that still fits.
+        n, a, b = outer[-1]
+        c = STAGE_ELEMS // elems
+        while c > 1 and n % c:
+            c -= 1
+        if c > 1:
+            outer[-1] = (n // c, a * c, b * c)
+            block.insert(0, (c, a, b))
+            elems *= c
+    return outer, block, elems
+
+
+def block_runs(block: list[Dim], side: int):
+    """Runs of a staged block as seen from one side (1: source, 2: destination).
+
+    The block is laid out in the stage packed in that side's order (its dims
+    sorted by that side's stride).  Returns (stage strides of each block dim,
+    :class:`Runs`).
+    """
+    order = sorted(range(len(block)), key=lambda i: block[i][side], reverse=True)
+    stage = [0] * len(block)
+    running = 1
+    for i in reversed(order):
+        stage[i] = running
+        running *= block[i][0]
+    # Merge the fastest dims while they are contiguous on this side too.
+    run = 1
+    k = len(order) - 1
+    while k >= 0 and block[order[k]][side] == run:
+        run *= block[order[k]][0]
+        k -= 1
+    return stage, Runs(run=run, outer=[(block[i][0], stage[i], block[i][side]) for i in order[:k + 1]])
+
+
+def plan_staged(split, src_nibble: bool, dst_nibble: bool, sign_extend: bool, count: int,
+                extent: tuple[int, int]) -> CopyPlan:
+    """A staged 4-bit copy of the blocks of ``split`` (see :func:`staged_split`)."""
+    outer, block, elems = split
+    # Block-relative strides: the nibble side is the staging buffer (bytes).
+    bsizes = [n for n, _, _ in block]
+    bsrc = [a for _, a, _ in block]
+    bdst = [b for _, _, b in block]
+    main = KernelPlan(mode="nibble", width=1, outer=outer, inner=(elems, 1, 1),
+                      segment_len=elems, segments=1, dst_bytes=count,
+                      src_nibble=src_nibble, dst_nibble=dst_nibble, sign_extend=sign_extend)
+    main.tasks = main.outer_count
+    plan = CopyPlan(kind="staged", main=main, src_extent=extent[0], dst_extent=extent[1])
+    if src_nibble and dst_nibble:
+        # Each side's nibbles go through its own stage, packed in that side's
+        # order; the byte plan reorders one stage into the other.
+        bsrc, plan.src_runs = block_runs(block, 1)
+        bdst, plan.dst_runs = block_runs(block, 2)
+        plan.kind = "staged_both"
+        # Blocks start, and destination runs start and end, on even nibbles.
+        plan.whole_bytes = plan.dst_runs.run % 2 == 0 and all(
+            b % 2 == 0 for _, _, b in outer + plan.dst_runs.outer)
+    plan.sub = plan_bytes(bsizes, bsrc, bdst, 1)
+    return plan
+
+
+def plan_nibbles(sizes, src_strides, dst_strides, src_nibble, dst_nibble, sign_extend, extent):
+    """The plan of a 4-bit copy: staged blocks where a nibble side is packed
+    in some order, else element by element."""
+    count = math.prod(sizes)
+    dims = [(n, a, b) for n, a, b in zip(sizes, src_strides, dst_strides) if n > 1]
+    sides = []
+    if src_nibble != dst_nibble:
+        sides = [1 if src_nibble else 2]
+    elif src_nibble:
+        # Nibbles on both sides: blocks contiguous on whichever side is
+        # packed in some order, unpacked and repacked run by run.
+        sides = [1, 2]
+    for side in sides if dims else []:
+        split = staged_split(dims, side)
+        if split is not None and split[2] >= STAGE_MIN_ELEMS:
+            return plan_staged(split, src_nibble, dst_nibble, sign_extend, count, extent)
+    merged = merge_dims(list(zip(sizes, src_strides, dst_strides))) or [(1, 1, 1)]
+    main = KernelPlan(mode="nibble", width=1, outer=merged[:-1], inner=merged[-1], dst_bytes=count,
+                      src_nibble=src_nibble, dst_nibble=dst_nibble, sign_extend=sign_extend)
+    split_segments(main)
+    return CopyPlan(kind="plain", main=main, src_extent=extent[0], dst_extent=extent[1])
+
+
+def plan_copy(sizes, src_strides, dst_strides, element_bits: int, src_nibble: bool = True,
+              dst_nibble: bool = True, sign_extend: bool = False) -> CopyPlan:
+    """Plan a copy of ``sizes`` elements between two strided layouts.
+
+    Strides are in elements; ``element_bits`` is 4, 8, 16, 32 or 64.  For
+    4-bit types, ``src_nibble``/``dst_nibble`` say whether each side holds
+    packed nibbles or one element per byte, and ``sign_extend`` widens INT4
+    into bytes.  Raises ValueError for arguments no descriptor can produce.
+    """
+    ndim = len(sizes)
+    if ndim < 1 or ndim > MAX_DIMS or len(src_strides) != ndim or len(dst_strides) != ndim:
+        raise ValueError(f"plan: sizes and strides must have 1 to {MAX_DIMS} matching entries")
+    if element_bits not in (4, 8, 16, 32, 64):
+        raise ValueError(f"plan: element_bits is {element_bits}; expected 4, 8, 16, 32 or 64")
+    sizes = [int(n) for n in sizes]
+    src_strides = [int(a) for a in src_strides]
+    dst_strides = [int(b) for b in dst_strides]
+    if any(n < 1 for n in sizes) or any(a < 0 for a in src_strides) or any(b < 0 for b in dst_strides):
+        raise ValueError("plan: sizes must be >= 1 and strides >= 0")
+    # Extents stay exact Python ints: a plan whose extent exceeds every
+    # possible buffer is refused by the range check before any memory is
+    # touched.
+    extent = extents(sizes, src_strides, dst_strides, element_bits, src_nibble, dst_nibble)
+    if element_bits == 4:
+        return plan_nibbles(sizes, src_strides, dst_strides, bool(src_nibble), bool(dst_nibble),
+                            bool(sign_extend), extent)
+    width = element_bits // 8
+    main = plan_bytes(sizes, [a * width for a in src_strides], [b * width for b in dst_strides], width)
+    return CopyPlan(kind="plain", main=main, src_extent=extent[0], dst_extent=extent[1])
+
+
+def describe(plan: CopyPlan) -> dict:
+    """A dict describing the plan (for tests and the benchmark)."""
+    m = plan.main
+    info = {
+        "mode": "staged" if plan.kind != "plain" else m.mode,
+        "width": m.width,
+        "outer": list(m.outer),
+        "inner": tuple(m.inner),
+        "tile": tuple(m.tile) if m.mode in ("tile", "interleave") else None,
+        "tasks": m.tasks,
+        "segment": m.segment_len,
+        "stream": bool(m.stream),
+        "both_nibbles": plan.kind == "staged_both",
+        "whole_bytes": bool(plan.whole_bytes),
+    }
+    if m.block is not None:
+        info["block"] = {"j": list(m.block.j), "k": list(m.block.k),
+                         "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
+                         "lines": m.block.lines}
+    return info

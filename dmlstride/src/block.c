@@ -1,0 +1,186 @@
+/* The blocked transpose (DMLS_MODE_BLOCK): layouts whose source-contiguous
+   run and destination-contiguous run each span several dimensions, as in a
+   scrambled dimension order, are copied in J x K blocks through offset
+   tables. */
+#include "block.h"
+
+#include <string.h>
+
+#include "isa.h"
+#include "tile.h"
+#if DMLSTRIDE_HAVE_SIMD
+#include "micro-sse2.h"
+#endif
+
+/* Blocked transpose for layouts whose fast runs span several dimensions.
+   J elements are contiguous in the destination (element j at j * W from
+   a row start) and lie at source offsets js[j]; K elements are contiguous
+   in the source (k at k * W) and lie at destination offsets kd[k].  So
+   element (j, k) moves from s + js[j] + k * W to d + kd[k] + j * W.
+   The block is cut into tiles of L source lines of k (TK = 64 * L / W)
+   by TJ = DMLS_BJ / L values of j, in k-major order, and the source
+   lines of the tile DMLS_BAHEAD ahead are prefetched.  A side whose rows
+   would compete for a few L1 sets (sstage, dstage) goes through a padded
+   buffer, so each of its lines is read or written in one burst.  The register micro-kernels
+   take one pointer per row; ragged edges are copied element by element.
+   Reads stay within {s + js[j] + k * W}, writes within
+   {d + kd[k] + j * W}, for j < jn and k < kn. */
+enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
+#if DMLSTRIDE_HAVE_SIMD
+#define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+#elif defined(__GNUC__) || defined(__clang__)
+#define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#else
+#define DMLS_PREFETCH(p) ((void)(p))
+#endif
+static inline void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
+                               char *d, const int64_t *kd, int64_t kn,
+                               int sstage, int dstage, const int64_t L, int nt, char *scratch) {
+    /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
+       (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
+       DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
+       bytes, 64 * L * TJ + 64 * L * DMLS_BPAD / W <= 64 * DMLS_BJ + 256 * DMLS_BPAD. */
+    char *sst = scratch;                                    /* DMLS_BJ * 80 bytes */
+    char *dst = sst + DMLS_BJ * 80;                         /* 64 * DMLS_BJ + 256 * DMLS_BPAD */
+    const char **sr = (const char **)(dst + 64 * DMLS_BJ + 256 * DMLS_BPAD);  /* DMLS_BJ */
+    char **dr = (char **)(sr + DMLS_BJ);                    /* 256 */
+    const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
+    const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
+    const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
+    int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
+    (void)nt;   /* streaming lines need the SIMD variant */
+    for (t = 0; t < ntj * ntk; t++) {
+        kb = (t / ntj) * TK;
+        jb = (t % ntj) * TJ;
+        nj = jn - jb < TJ ? jn - jb : TJ;
+        nk = kn - kb < TK ? kn - kb : TK;
+        if (t + DMLS_BAHEAD < ntj * ntk) {
+            /* Source rows are short runs in many pages: ask for the lines
+               of a tile ahead (into L2) so their misses overlap this
+               tile's work. */
+            int64_t kb2 = ((t + DMLS_BAHEAD) / ntj) * TK, jb2 = ((t + DMLS_BAHEAD) % ntj) * TJ;
+            int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
+            int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
+            for (j = 0; j < nj2; j++)
+                for (q = 0; q < nb2; q += 64)
+                    DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
+        }
+        if (sstage) {
+            for (j = 0; j < nj; j++)
+                memcpy(sst + j * SP, s + js[jb + j] + kb * W, (size_t)(nk * W));
+            for (j = 0; j < nj; j++)
+                sr[j] = sst + j * SP;
+        } else {
+            for (j = 0; j < nj; j++)
+                sr[j] = s + js[jb + j] + kb * W;
+        }
+        if (dstage)
+            for (k = 0; k < nk; k++)
+                dr[k] = dst + k * DP;
+        else
+            for (k = 0; k < nk; k++)
+                dr[k] = d + kd[kb + k] + jb * W;
+        nkf = 0;
+        njf = 0;
+#if DMLSTRIDE_HAVE_SIMD
+        if (dmls_isa.level >= DMLS_ISA_SSE2) {
+            const int64_t N = 16 / W;
+            nkf = nk - nk % N;
+            if (nt) {
+                /* nj is a multiple of 64 / W (the caller's contract) */
+                njf = nj;
+                for (k = 0; k < nkf; k += N)
+                    for (j = 0; j < nj; j += 4 * N)
+                        switch (W) {
+                        case 1: dmls_pline1(sr + j, k, dr + k, j); break;
+                        case 2: dmls_pline2(sr + j, 2 * k, dr + k, 2 * j); break;
+                        case 4: dmls_pline4(sr + j, 4 * k, dr + k, 4 * j); break;
+                        default: dmls_pline8(sr + j, 8 * k, dr + k, 8 * j); break;
+                        }
+            } else {
+                njf = nj - nj % N;
+                for (k = 0; k < nkf; k += N)
+                    for (j = 0; j < njf; j += N)
+                        switch (W) {
+                        case 1: dmls_pmicro1(sr + j, k, dr + k, j); break;
+                        case 2: dmls_pmicro2(sr + j, 2 * k, dr + k, 2 * j); break;
+                        case 4: dmls_pmicro4(sr + j, 4 * k, dr + k, 4 * j); break;
+                        default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
+                        }
+            }
+        }
+#endif
+        for (k = nkf; k < nk; k++)
+            for (j = 0; j < nj; j++)
+                memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
+        for (k = 0; k < nkf; k++)
+            for (j = njf; j < nj; j++)
+                memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
+        if (dstage)
+            for (k = 0; k < nk; k++)
+                memcpy(d + kd[kb + k] + jb * W, dst + k * DP, (size_t)(nj * W));
+    }
+}
+
+/* lines: source lines of k per tile row (1 or 4); each value gets its
+   own copy of the loops with constant tile sizes.  nt: write whole
+   destination lines with streaming stores; the caller guarantees
+   !dstage, d + kd[k] line-aligned, and jn and the tile width
+   DMLS_BJ / lines multiples of 64 / W. */
+static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
+                            char *d, const int64_t *kd, int64_t kn,
+                            int sstage, int dstage, int lines, int nt, char *scratch) {
+    if (lines == 4)
+        block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, scratch);
+    else
+        block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, scratch);
+}
+
+/* Columns j0..j1 of a block, element by element (the edges of a
+   streamed block: columns before its first line boundary and after its
+   last). */
+static void block_columns(int W, const char *s, const int64_t *js, int64_t j0, int64_t j1,
+                          char *d, const int64_t *kd, int64_t kn) {
+    int64_t k, j;
+    for (k = 0; k < kn; k++)
+        for (j = j0; j < j1; j++)
+            memcpy(d + kd[k] + j * W, s + js[j] + k * W, (size_t)W);
+}
+
+/* out[i] = byte offset of element i of a group (fastest dimension first). */
+static void group_offsets(const dmls_group *g, int64_t *out) {
+    int64_t cnt = 1, r, q;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < g->ndim; i++) {
+        for (r = 1; r < g->size[i]; r++)
+            for (q = 0; q < cnt; q++)
+                out[r * cnt + q] = out[q] + r * g->stride[i];
+        cnt *= g->size[i];
+    }
+}
+
+void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
+    /* jgroup.elems, kgroup.elems <= DMLS_BLOCK_GROUP: 2 x 8 KiB of tables
+       at the start of scratch, the tiles' buffers after them. */
+    int64_t *js = (int64_t *)scratch;
+    int64_t *kd = js + DMLS_BLOCK_GROUP;
+    char *tiles = (char *)(kd + DMLS_BLOCK_GROUP);
+    const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
+    int64_t ja = 0, body = 0;
+    group_offsets(&p->jgroup, js);
+    group_offsets(&p->kgroup, kd);
+    if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream)
+        /* Streaming stores, whole lines only: the columns before the first
+           line boundary and after the last one go element by element. */
+        body = dmls_whole_lines(d, w, jn, &ja);
+    if (body == 0) {
+        block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
+                        p->block_lines, 0, tiles);
+        return;
+    }
+    block_columns(p->width, s, js, 0, ja, d, kd, kn);
+    block_transpose(p->width, s, js + ja, body, d + ja * w, kd, kn, p->block_stage_src, 0,
+                    p->block_lines, 1, tiles);
+    block_columns(p->width, s, js, ja + body, jn, d, kd, kn);
+}

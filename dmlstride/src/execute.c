@@ -1,0 +1,202 @@
+#include "execute.h"
+
+#include <string.h>
+
+#include "block.h"
+#include "elements.h"
+#include "isa.h"
+#include "nibble.h"
+#include "pool.h"
+#include "scratch.h"
+#include "tile.h"
+
+/* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
+static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,
+                int64_t j0, int64_t j1, char *scratch) {
+    const int w = p->width;
+    const int64_t n = j1 - j0, iss = p->inner_src_stride, ids = p->inner_dst_stride;
+    switch (p->mode) {
+    case DMLS_MODE_BLOCK:
+        dmls_block(p, s + so, d + do_, scratch);
+        return;
+    case DMLS_MODE_NIBBLE:
+        dmls_nibble_row(p, (const uint8_t *)s, (uint8_t *)d, so + j0 * iss, do_ + j0 * ids, n, iss, ids);
+        return;
+    case DMLS_MODE_INTERLEAVE:
+        DMLS_BY_WIDTH(w, dmls_interleave_, (s + so + j0 * iss, d + do_ + j0 * ids, p->tile_size,
+                                            p->tile_src_stride, n));
+        return;
+    case DMLS_MODE_TILE:
+        if (p->tile_size <= DMLS_SMALL_TILE)
+            DMLS_BY_WIDTH(w, dmls_small_k_, (s + so, d + do_, p->tile_size, p->tile_src_stride,
+                                             p->tile_dst_stride, j0, j1, iss, ids));
+        else
+            dmls_transpose(p, s + so, d + do_, j0, j1, scratch);
+        return;
+    default:
+        break;
+    }
+    s += so + j0 * iss;
+    d += do_ + j0 * ids;
+    if (p->mode == DMLS_MODE_MEMCPY) {
+        if (p->stream && n * w >= DMLS_STREAM_MIN_RUN)
+            dmls_isa.stream_copy(d, s, n * w);
+        else
+            memcpy(d, s, (size_t)(n * w));
+    } else if (p->mode == DMLS_MODE_FILL) {
+        if (w == 1 && ids == 1)
+            memset(d, *(const unsigned char *)s, (size_t)n);
+        else
+            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, n, ids));
+    } else {
+        DMLS_BY_WIDTH(w, dmls_strided_, (s, d, n, iss, ids));
+    }
+}
+
+/* Advance the outer-dimension odometer idx and both offsets. */
+static inline void next_outer(const dmls_plan *p, int64_t *idx, int64_t *so, int64_t *do_) {
+    int i;
+    for (i = p->outer_ndim - 1; i >= 0; i--) {
+        idx[i]++;
+        *so += p->outer_src_stride[i];
+        *do_ += p->outer_dst_stride[i];
+        if (idx[i] < p->outer_size[i]) return;
+        *so -= p->outer_size[i] * p->outer_src_stride[i];
+        *do_ -= p->outer_size[i] * p->outer_dst_stride[i];
+        idx[i] = 0;
+    }
+}
+
+/* Source and destination offsets of outer index o. */
+static inline void outer_offsets(const dmls_plan *p, int64_t o, int64_t *idx, int64_t *so, int64_t *do_) {
+    int i;
+    *so = *do_ = 0;
+    for (i = p->outer_ndim - 1; i >= 0; i--) {
+        idx[i] = o % p->outer_size[i];
+        o /= p->outer_size[i];
+        *so += idx[i] * p->outer_src_stride[i];
+        *do_ += idx[i] * p->outer_dst_stride[i];
+    }
+}
+
+void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
+    int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t;
+    if (t0 >= t1) return;
+    outer_offsets(p, t0 / p->segments, idx, &so, &do_);
+    seg = t0 % p->segments;
+    for (t = t0; t < t1; t++) {
+        j0 = seg * p->segment_len;
+        j1 = j0 + p->segment_len < p->inner_size ? j0 + p->segment_len : p->inner_size;
+        row(p, s, d, so, do_, j0, j1, scratch);
+        if (++seg == p->segments) {
+            seg = 0;
+            next_outer(p, idx, &so, &do_);
+        }
+    }
+    if (p->stream) dmls_isa.store_fence();
+}
+
+/* Blocks b0..b1 of a staged 4-bit copy with nibbles on one side: unpack a
+   block into the byte stage and let the byte plan write the destination,
+   or let the byte plan fill the stage and pack it. */
+static void run_staged(const dmls_copy *c, const char *s, char *d, int64_t b0, int64_t b1, char *scratch) {
+    const dmls_plan *p = &c->main;
+    uint8_t *stage = (uint8_t *)(scratch + DMLS_SCRATCH_STAGE);
+    char *kernel = scratch + DMLS_SCRATCH_KERNEL;
+    int64_t idx[DMLS_MAX_DIMS], blk, so, do_;
+    for (blk = b0; blk < b1; blk++) {
+        outer_offsets(p, blk, idx, &so, &do_);
+        if (p->src_nibble) {
+            dmls_unpack((const uint8_t *)s, so, p->inner_size, stage, p->sign_extend);
+            dmls_run_tasks(&c->sub, (const char *)stage, d + do_, 0, c->sub.tasks, kernel);
+        } else {
+            dmls_run_tasks(&c->sub, s + so, (char *)stage, 0, c->sub.tasks, kernel);
+            dmls_pack(stage, p->inner_size, (uint8_t *)d, do_);
+        }
+    }
+}
+
+/* Move one staged block between the byte stage and 4-bit buf, run by run:
+   r->inner_size nibbles contiguous in buf per run; the runs' outer dims
+   with their stage strides (outer_src_stride, bytes) and buf strides
+   (outer_dst_stride, nibbles), relative to nib0. */
+static void move_runs(const dmls_plan *r, uint8_t *stage, uint8_t *buf, int64_t nib0, int unpack) {
+    int64_t idx[DMLS_MAX_DIMS], so = 0, o = 0, t;
+    int i;
+    for (i = 0; i < r->outer_ndim; i++) idx[i] = 0;
+    for (t = 0; t < r->outer_count; t++) {
+        if (unpack)
+            dmls_unpack(buf, nib0 + o, r->inner_size, stage + so, 0);
+        else
+            dmls_pack(stage + so, r->inner_size, buf, nib0 + o);
+        next_outer(r, idx, &so, &o);
+    }
+}
+
+/* Blocks b0..b1 of a 4-bit copy with nibbles on both sides: unpack each
+   block's source runs into bytes, let the byte plan reorder them into
+   destination order, pack the destination runs. */
+static void run_staged_both(const dmls_copy *c, const char *s, char *d, int64_t b0, int64_t b1,
+                            char *scratch) {
+    uint8_t *stage = (uint8_t *)(scratch + DMLS_SCRATCH_STAGE);
+    uint8_t *stage2 = (uint8_t *)(scratch + DMLS_SCRATCH_STAGE2);
+    int64_t idx[DMLS_MAX_DIMS], blk, so, do_;
+    for (blk = b0; blk < b1; blk++) {
+        outer_offsets(&c->main, blk, idx, &so, &do_);
+        move_runs(&c->src_runs, stage, (uint8_t *)s, so, 1);
+        dmls_run_tasks(&c->sub, (const char *)stage, (char *)stage2, 0, c->sub.tasks,
+                       scratch + DMLS_SCRATCH_KERNEL);
+        move_runs(&c->dst_runs, stage2, (uint8_t *)d, do_, 0);
+    }
+}
+
+typedef struct {
+    const dmls_copy *c;
+    const char *s;
+    char *d;
+    int64_t chunk;
+    int64_t total;
+} job;
+
+/* Units [t0, t1) of c: tasks of a plain copy, blocks of a staged one. */
+static void run_units(const dmls_copy *c, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
+    if (c->kind == DMLS_COPY_STAGED_BOTH)
+        run_staged_both(c, s, d, t0, t1, scratch);
+    else if (c->kind == DMLS_COPY_STAGED)
+        run_staged(c, s, d, t0, t1, scratch);
+    else
+        dmls_run_tasks(&c->main, s, d, t0, t1, scratch);
+}
+
+static void job_chunk(void *ctx, int64_t chunk) {
+    const job *j = (const job *)ctx;
+    int64_t t0 = chunk * j->chunk, t1 = t0 + j->chunk < j->total ? t0 + j->chunk : j->total;
+    /* A pool thread has its arena before it takes a chunk. */
+    run_units(j->c, j->s, j->d, t0, t1, dmls_scratch());
+}
+
+void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *scratch) {
+    const dmls_plan *p = &c->main;
+    /* Units run in parallel only when no two of them write the same byte:
+       packing nibbles on one side stays on one thread (neighbouring blocks
+       may share a byte), nibbles on both sides only with whole_bytes, and
+       the element-wise nibble path never. */
+    const int64_t units = c->kind == DMLS_COPY_PLAIN ? p->tasks : p->outer_count;
+    int parallel = nthreads > 1 && p->dst_bytes >= DMLS_PARALLEL_MIN_BYTES && units >= 2;
+    job j;
+    int64_t nchunks;
+    if (c->kind == DMLS_COPY_PLAIN && p->mode == DMLS_MODE_NIBBLE) parallel = 0;
+    if (c->kind == DMLS_COPY_STAGED && p->dst_nibble) parallel = 0;
+    if (c->kind == DMLS_COPY_STAGED_BOTH && !c->whole_bytes) parallel = 0;
+    if (!parallel) {
+        run_units(c, s, d, 0, units, scratch);
+        return;
+    }
+    nchunks = (int64_t)nthreads * 8 < units ? (int64_t)nthreads * 8 : units;
+    j.c = c;
+    j.s = s;
+    j.d = d;
+    j.total = units;
+    j.chunk = (units + nchunks - 1) / nchunks;
+    dmls_parallel(job_chunk, &j, (units + j.chunk - 1) / j.chunk, nthreads);
+}

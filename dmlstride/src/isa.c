@@ -1,0 +1,75 @@
+#include "isa.h"
+
+#include <string.h>
+
+/* Generic variants: do nothing and leave the work to the caller's scalar
+   code (which handles every remainder anyway). */
+static void transpose_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                           int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)scratch;
+    *kdone = 0;
+    *jdone = 0;
+}
+static void nt_transpose_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                              int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)scratch;
+    *kdone = 0;
+}
+static void nt_contig_none(int W, const char *s, int64_t sj, char *d,
+                           int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)scratch;
+    *kdone = 0;
+}
+static int64_t deint3_none(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+    (void)s; (void)d0; (void)d1; (void)d2; (void)n;
+    return 0;
+}
+static int64_t int3_none(const char *s0, const char *s1, const char *s2, char *d, int64_t n) {
+    (void)s0; (void)s1; (void)s2; (void)d; (void)n;
+    return 0;
+}
+static int64_t nibbles_none(const unsigned char *a, unsigned char *b, int64_t nbytes) {
+    (void)a; (void)b; (void)nbytes;
+    return 0;
+}
+static void stream_copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
+static void fence_none(void) {}
+
+void dmls_isa_generic(dmls_isa_t *t) {
+    t->level = DMLS_ISA_GENERIC;
+    t->transpose = transpose_none;
+    t->nt_transpose = nt_transpose_none;
+    t->nt_contig = nt_contig_none;
+    t->deint3_u8 = deint3_none;
+    t->deint3_32 = deint3_none;
+    t->int3_32 = int3_none;
+    t->unpack_nibbles = nibbles_none;
+    t->pack_nibbles = nibbles_none;
+    t->stream_copy = stream_copy_plain;
+    t->store_fence = fence_none;
+}
+
+dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
+                       deint3_none, deint3_none, int3_none, nibbles_none, nibbles_none,
+                       stream_copy_plain, fence_none};
+
+#if DMLSTRIDE_HAVE_SSSE3
+static int cpu_has_ssse3(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("ssse3") ? 1 : 0;
+}
+#endif
+
+int dmls_isa_select(int max_level) {
+    dmls_isa_t t;
+    dmls_isa_generic(&t);
+#if DMLSTRIDE_HAVE_SIMD
+    if (max_level >= DMLS_ISA_SSE2) dmls_isa_sse2(&t);
+#endif
+#if DMLSTRIDE_HAVE_SSSE3
+    if (max_level >= DMLS_ISA_SSSE3 && cpu_has_ssse3()) dmls_isa_ssse3(&t);
+#endif
+    (void)max_level;
+    dmls_isa = t;
+    return t.level;
+}

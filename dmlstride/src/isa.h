@@ -1,0 +1,77 @@
+/* Instruction-set variants of the kernels and the run-time dispatcher.
+
+   Each job with an SIMD variant has a generic version and one per
+   instruction set, in files named for it (*-sse2.c, *-ssse3.c; room for
+   *-avx2.c).  dmls_isa holds the variant in use; dmls_isa_select picks the
+   best one the CPU supports at or below a level.  SSE2 is the x86-64
+   baseline, so it is compiled in whenever the compiler targets it; SSSE3 is
+   compiled with a function attribute and used only if the CPU has it.
+   Defining DMLSTRIDE_NO_SIMD (or building without __SSE2__, e.g. on other
+   architectures) compiles the generic versions only.
+
+   Every SIMD variant returns how much it did (or sets *kdone / *jdone); the
+   caller finishes the rest with the generic code, so a generic variant may
+   simply do nothing. */
+#ifndef DMLS_ISA_H
+#define DMLS_ISA_H
+
+#include <stdint.h>
+
+#if defined(__SSE2__) && !defined(DMLSTRIDE_NO_SIMD)
+#define DMLSTRIDE_HAVE_SIMD 1
+#else
+#define DMLSTRIDE_HAVE_SIMD 0
+#endif
+#if DMLSTRIDE_HAVE_SIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define DMLSTRIDE_HAVE_SSSE3 1
+#else
+#define DMLSTRIDE_HAVE_SSSE3 0
+#endif
+
+enum { DMLS_ISA_GENERIC = 0, DMLS_ISA_SSE2 = 1, DMLS_ISA_SSSE3 = 2 };
+
+typedef struct {
+    int level;   /* DMLS_ISA_* in use */
+    /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
+       stride sj; destination j contiguous, rows k at stride dk.  Covers rows
+       k < *kdone and columns j < *jdone; scratch: 8 KiB. */
+    void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                      int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
+    /* The same with streaming stores, destination rows line-aligned (d and
+       dk multiples of 64, jn a multiple of 64 / W); covers rows k < *kdone
+       and all jn.  scratch: 17 KiB. */
+    void (*nt_transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                         int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
+    /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W,
+       jn * W <= 1024), streamed out as one run; rows k < *kdone.  scratch:
+       33 KiB. */
+    void (*nt_contig)(int W, const char *s, int64_t sj, char *d,
+                      int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
+    /* Three interleaved channels <-> three planes; return the pixels done. */
+    int64_t (*deint3_u8)(const char *s, char *d0, char *d1, char *d2, int64_t n);
+    int64_t (*deint3_32)(const char *s, char *d0, char *d1, char *d2, int64_t n);
+    int64_t (*int3_32)(const char *s0, const char *s1, const char *s2, char *d, int64_t n);
+    /* Nibbles <-> bytes (low nibble first); return the packed bytes done. */
+    int64_t (*unpack_nibbles)(const unsigned char *q, unsigned char *out, int64_t nbytes);
+    int64_t (*pack_nibbles)(const unsigned char *src, unsigned char *q, int64_t nbytes);
+    /* Copy with non-temporal stores, and the fence that ends a run of them. */
+    void (*stream_copy)(char *d, const char *s, int64_t n);
+    void (*store_fence)(void);
+} dmls_isa_t;
+
+extern dmls_isa_t dmls_isa;
+
+/* Use the best variants at or below max_level that the CPU supports;
+   returns the level chosen. */
+int dmls_isa_select(int max_level);
+
+/* The variants of each instruction set (each file fills in its own). */
+void dmls_isa_generic(dmls_isa_t *t);
+#if DMLSTRIDE_HAVE_SIMD
+void dmls_isa_sse2(dmls_isa_t *t);
+#endif
+#if DMLSTRIDE_HAVE_SSSE3
+void dmls_isa_ssse3(dmls_isa_t *t);
+#endif
+
+#endif

@@ -1,0 +1,91 @@
+/* A copy plan as the kernels see it.  The planner (dmlstride/_planner.py)
+   decides; the Cython bridge checks its decisions against these limits and
+   fills the structs; the executor (execute.c) runs them. */
+#ifndef DMLS_PLAN_H
+#define DMLS_PLAN_H
+
+#include <stdint.h>
+
+#include "engine-limits.h"
+
+enum {
+    DMLS_MODE_MEMCPY = 0,      /* innermost run contiguous on both sides */
+    DMLS_MODE_FILL = 1,        /* zero source stride: one value repeated */
+    DMLS_MODE_STRIDED = 2,     /* element by element */
+    DMLS_MODE_TILE = 3,        /* 2-D transpose of (tile dim, innermost dim) */
+    DMLS_MODE_NIBBLE = 4,      /* 4-bit, element by element */
+    DMLS_MODE_INTERLEAVE = 5,  /* 2-4 planes into interleaved channels */
+    DMLS_MODE_BLOCK = 6        /* J x K blocks of multi-dimensional groups */
+};
+
+/* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
+#define DMLS_BLOCK_GROUP 1024
+/* MODE_TILE with at most this many source-fast channels copies each channel
+   as a strided run (or de-interleaves 2-4 of them). */
+#define DMLS_SMALL_TILE 8
+/* Staged 4-bit copies: elements per staging block (one scratch region). */
+#define DMLS_STAGE_ELEMS 65536
+
+/* A group of dimensions of a block, fastest first: sizes and the strides
+   (bytes) on the side where the group is not contiguous. */
+typedef struct {
+    int ndim;
+    int64_t size[DMLS_MAX_DIMS];
+    int64_t stride[DMLS_MAX_DIMS];
+    int64_t elems;
+} dmls_group;
+
+typedef struct {
+    int mode;               /* DMLS_MODE_* */
+    int width;              /* bytes per element (1, 2, 4, 8); 1 on the nibble path */
+    int src_nibble;         /* nibble path: the source holds packed nibbles */
+    int dst_nibble;
+    int sign_extend;        /* nibble path: INT4 -> int8 */
+    int stream;             /* write with streaming stores */
+    /* Outer dimensions, slowest first; strides in bytes (in nibbles on a
+       nibble side). */
+    int outer_ndim;
+    int64_t outer_size[DMLS_MAX_DIMS];
+    int64_t outer_src_stride[DMLS_MAX_DIMS];
+    int64_t outer_dst_stride[DMLS_MAX_DIMS];
+    int64_t outer_count;    /* product of outer_size */
+    /* The innermost dimension. */
+    int64_t inner_size;
+    int64_t inner_src_stride;
+    int64_t inner_dst_stride;
+    /* MODE_TILE, MODE_INTERLEAVE, MODE_BLOCK: the other dimension of the
+       transpose (the source-fast one; the channels of an interleave). */
+    int64_t tile_size;
+    int64_t tile_src_stride;
+    int64_t tile_dst_stride;
+    /* Work: tasks = outer_count x segments of segment_len inner elements. */
+    int64_t segment_len;
+    int64_t segments;
+    int64_t tasks;
+    int64_t dst_bytes;      /* bytes written (threading threshold) */
+    /* MODE_BLOCK: J is contiguous in the destination (strides: source), K
+       in the source (strides: destination). */
+    dmls_group jgroup;
+    dmls_group kgroup;
+    int block_stage_src;    /* stage source lines / destination rows in L1 */
+    int block_stage_dst;
+    int block_lines;        /* source lines of k per tile row (1 or 4) */
+} dmls_plan;
+
+/* One copy: a plan, or a staged 4-bit copy (outer blocks of main, each
+   moved through a byte stage by the byte plan sub). */
+enum { DMLS_COPY_PLAIN = 0, DMLS_COPY_STAGED = 1, DMLS_COPY_STAGED_BOTH = 2 };
+
+typedef struct {
+    int kind;               /* DMLS_COPY_* */
+    int whole_bytes;        /* STAGED_BOTH: no two blocks share a destination byte */
+    dmls_plan main;
+    dmls_plan sub;
+    /* STAGED_BOTH: a block's runs on each side: inner_size nibbles per run,
+       outer dims with stage strides (outer_src_stride, bytes) and buffer
+       strides (outer_dst_stride, nibbles). */
+    dmls_plan src_runs;
+    dmls_plan dst_runs;
+} dmls_copy;
+
+#endif

@@ -1,0 +1,31 @@
+/* The transposing tile path: a 2-D transpose of (tile dim k, innermost j),
+   by the SIMD variant in use where it applies, by the scalar staging tile
+   for everything it leaves. */
+#ifndef DMLS_TILE_H
+#define DMLS_TILE_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+/* The scalar staging tile for width W: see element-template.h. */
+void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t kds,
+               int64_t j0, int64_t j1, int64_t iss, int64_t ids, char *scratch);
+
+/* Inner elements j0..j1 of p's (tile, inner) pair, s and d at the row's
+   outer offsets.  scratch: DMLS_SCRATCH_REGION bytes. */
+void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch);
+
+/* Of n elements of w bytes from d: set *head to those before the first
+   64-byte line boundary and return how many fill whole lines after it (0
+   when d is not a multiple of w or no whole line fits). */
+static inline int64_t dmls_whole_lines(const char *d, int64_t w, int64_t n, int64_t *head) {
+    int64_t e = 64 / w;
+    *head = 0;
+    if ((uintptr_t)d % (uintptr_t)w != 0) return 0;
+    *head = (int64_t)((64 - (uintptr_t)d % 64) % 64) / w;
+    if (*head >= n) return 0;
+    return (n - *head) / e * e;
+}
+
+#endif

@@ -1,0 +1,204 @@
+/* SSE2 transposes and streaming copies (the x86-64 baseline). */
+#include "isa.h"
+
+#if DMLSTRIDE_HAVE_SIMD
+#include <string.h>
+
+#include "micro-sse2.h"
+
+void dmls_interleave_sse2(dmls_isa_t *t);
+void dmls_nibble_sse2(dmls_isa_t *t);
+
+/* Transpose a kn x jn block: source k contiguous (stride W), rows j at
+   stride sj; destination j contiguous (stride W), rows k at stride dk.
+   Returns the number of k rows and j columns covered by whole
+   micro-blocks; the caller copies the remainder. */
+static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone,
+                                char *scratch) {
+    const int64_t N = 16 / W;
+    const int64_t TK = 64 / W;      /* one source cache line of k */
+    const int64_t TJ = 64;          /* source lines kept in L1 per tile */
+    /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
+       lie a multiple of 4 KiB apart compete for one L1 set: stage the
+       micro-blocks in a padded buffer and write each row in one burst.
+       Rows closer together (dk not a multiple of 2 KiB) spread over
+       enough sets to be written in place. */
+    enum { PITCH = 64 * 2 + 64, SPITCH = 64 + 16 };
+    char *stage = scratch;                  /* 16 * PITCH bytes */
+    const int staged = W <= 2 && dk % 2048 == 0;
+    /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
+       while the tile revisits them: copy the tile's source lines to a
+       padded buffer first (each source line is then read once). */
+    char *sstage = scratch + 16 * PITCH;   /* 64 * SPITCH bytes */
+    const int sstaged = (sj % 4096) == 0;
+    const char *sbase;
+    int64_t sstep;
+    int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je, i;
+    for (kb = 0; kb < kf; kb += TK) {
+        ke = kb + TK < kf ? kb + TK : kf;
+        for (jb = 0; jb < jf; jb += TJ) {
+            je = jb + TJ < jf ? jb + TJ : jf;
+            if (sstaged) {
+                if ((ke - kb) * W == 64)
+                    for (j = jb; j < je; j++)
+                        memcpy(sstage + (j - jb) * SPITCH, s + j * sj + kb * W, 64);
+                else
+                    for (j = jb; j < je; j++)
+                        memcpy(sstage + (j - jb) * SPITCH, s + j * sj + kb * W, (size_t)((ke - kb) * W));
+                sbase = sstage - jb * SPITCH - kb * W;
+                sstep = SPITCH;
+            } else {
+                sbase = s;
+                sstep = sj;
+            }
+            for (k = kb; k < ke; k += N) {
+                for (j = jb; j < je; j += N) {
+                    const char *sp = sbase + j * sstep + k * W;
+                    char *dp = staged ? stage + (j - jb) * W : d + k * dk + j * W;
+                    int64_t dstep = staged ? PITCH : dk;
+                    switch (W) {
+                    case 1: dmls_micro1(sp, sstep, dp, dstep); break;
+                    case 2: dmls_micro2(sp, sstep, dp, dstep); break;
+                    case 4: dmls_micro4(sp, sstep, dp, dk); break;
+                    default: dmls_micro8(sp, sstep, dp, dk); break;
+                    }
+                }
+                if (staged)
+                    for (i = 0; i < N; i++)
+                        memcpy(d + (k + i) * dk + jb * W, stage + i * PITCH, (size_t)((je - jb) * W));
+            }
+        }
+    }
+    *kdone = kf;
+    *jdone = jf;
+}
+
+/* Copy with non-temporal stores (no read-for-ownership of the
+   destination): for long runs in copies much larger than the caches. */
+static void dmls_stream_copy(char *d, const char *s, int64_t n) {
+    int64_t head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15), i;
+    if (head > n) head = n;
+    memcpy(d, s, (size_t)head);
+    d += head; s += head; n -= head;
+    for (i = 0; i + 64 <= n; i += 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
+        _mm_stream_si128((__m128i *)(d + i), x0);
+        _mm_stream_si128((__m128i *)(d + i + 16), x1);
+        _mm_stream_si128((__m128i *)(d + i + 32), x2);
+        _mm_stream_si128((__m128i *)(d + i + 48), x3);
+    }
+    memcpy(d + i, s + i, (size_t)(n - i));
+}
+
+/* Non-temporal transposes, for copies far larger than the caches: the
+   destination is written with streaming stores that skip the read for
+   ownership (a third of the memory traffic of an ordinary store), each
+   64-byte line in one burst so that it leaves the write-combining buffer
+   whole.  Same element mapping as dmls_simd_transpose. */
+
+/* Copy rows of nbytes, sj apart, to a buffer of rows sp apart; returns it. */
+static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, int64_t sj,
+                                          int64_t rows, int64_t nbytes) {
+    int64_t j;
+    for (j = 0; j < rows; j++)
+        memcpy(buf + j * sp, s + j * sj, (size_t)nbytes);
+    return buf;
+}
+
+/* Destination rows line-aligned (d and dk multiples of 64) and jn a
+   multiple of 64 / W: strips of one destination line by four source
+   lines of k.  Source rows a multiple of 4 KiB apart would share one L1
+   set while a strip walks down them: they are copied to a padded buffer
+   first.  Covers rows k < *kdone (a multiple of 16 / W) and all jn. */
+static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                              int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+    enum { SP = 256 + 16 };
+    char *sst = scratch;                    /* 64 * SP bytes */
+    const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
+    const int sstaged = sj % 4096 == 0;
+    const int64_t kf = kn - kn % N;
+    int64_t jb, kb, ke, k;
+    for (jb = 0; jb < jn; jb += E) {
+        for (kb = 0; kb < kf; kb += TK) {
+            const char *sb = s + jb * sj;
+            int64_t ss = sj;
+            ke = kb + TK < kf ? kb + TK : kf;
+            if (sstaged) {
+                sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, E, (ke - kb) * W) - kb * W;
+                ss = SP;
+            }
+            for (k = kb; k < ke; k += N) {
+                const char *sp = sb + k * W;
+                char *dp = d + k * dk + jb * W;
+                switch (W) {
+                case 1: dmls_line1(sp, ss, dp, dk); break;
+                case 2: dmls_line2(sp, ss, dp, dk); break;
+                case 4: dmls_line4(sp, ss, dp, dk); break;
+                default: dmls_line8(sp, ss, dp, dk); break;
+                }
+            }
+        }
+    }
+    *kdone = kf;
+}
+
+/* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
+   and jn * W <= 1024): each tile of whole rows is transposed into an L1
+   buffer and streamed out as one contiguous run, whatever the
+   destination's alignment.  Covers rows k < *kdone. */
+static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
+                           int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
+    enum { TB = 16384, SP = 256 + 16 };
+    char *tile = scratch;                   /* TB bytes */
+    char *sst = scratch + TB;               /* 64 * SP bytes */
+    const int64_t N = 16 / W, row = jn * W;
+    /* TK k rows per tile: whole source lines, at most 256 bytes of k per
+       source row (so sst holds them when jn <= 64) and TB bytes out. */
+    int64_t TK = TB / row / (64 / W) * (64 / W);
+    const int sstaged = sj % 4096 == 0 && jn <= 64;
+    int64_t kf, kb, ke, k, j;
+    if (TK > 256 / W) TK = 256 / W;
+    if (TK < N) TK = N;
+    kf = kn - kn % N;
+    for (kb = 0; kb < kf; kb += TK) {
+        const char *sb = s;
+        int64_t ss = sj;
+        ke = kb + TK < kf ? kb + TK : kf;
+        if (sstaged) {
+            sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
+            ss = SP;
+        }
+        for (k = kb; k < ke; k += N)
+            for (j = 0; j < jn; j += N) {
+                const char *sp = sb + j * ss + k * W;
+                char *dp = tile + (k - kb) * row + j * W;
+                switch (W) {
+                case 1: dmls_micro1(sp, ss, dp, row); break;
+                case 2: dmls_micro2(sp, ss, dp, row); break;
+                case 4: dmls_micro4(sp, ss, dp, row); break;
+                default: dmls_micro8(sp, ss, dp, row); break;
+                }
+            }
+        dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
+    }
+    *kdone = kf;
+}
+
+
+static void sfence(void) { _mm_sfence(); }
+
+void dmls_isa_sse2(dmls_isa_t *t) {
+    t->level = DMLS_ISA_SSE2;
+    t->transpose = dmls_simd_transpose;
+    t->nt_transpose = dmls_nt_transpose;
+    t->nt_contig = dmls_nt_contig;
+    t->stream_copy = dmls_stream_copy;
+    t->store_fence = sfence;
+    dmls_interleave_sse2(t);
+    dmls_nibble_sse2(t);
+}
+#endif

@@ -1,0 +1,388 @@
+/* C-level tests of the engine's kernels (dmlstride/src), each compared with a
+   plain reference loop on buffers full of random bytes: every element width,
+   tile remainders, source and destination at odd offsets, every instruction
+   set level the CPU has, the nibble paths, the blocked transpose, plain
+   plans through the executor, the scratch arena and the thread pool with 1,
+   2 and more threads.
+
+   Built and run by tests/test_c_kernels.py (and by tests/asan.sh with
+   sanitizers):  cc -O1 -pthread -I dmlstride/src tests/c/test_kernels.c
+   dmlstride/src/<every .c but alloc.c>.  Prints one line per failure and a
+   summary; exit status 0 when every check passed. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "block.h"
+#include "elements.h"
+#include "execute.h"
+#include "isa.h"
+#include "nibble.h"
+#include "plan.h"
+#include "pool.h"
+#include "scratch.h"
+#include "tile.h"
+
+static int checks = 0, failures = 0;
+static int level_in_use = 0;
+
+#define CHECK(cond, ...) do {                                                 \
+        checks++;                                                             \
+        if (!(cond)) {                                                        \
+            failures++;                                                       \
+            if (failures <= 30) {                                             \
+                printf("FAIL %s:%d (isa level %d): ", __FILE__, __LINE__,    \
+                       level_in_use);                                         \
+                printf(__VA_ARGS__);                                          \
+                printf("\n");                                                 \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
+
+static uint64_t rng_state = 88172645463325252ULL;
+static unsigned rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state >> 11);
+}
+static void fill_random(unsigned char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) p[i] = (unsigned char)rnd();
+}
+
+/* The reference: element (i0, ..., i{nd-1}) of W bytes from s + sum i*ss to
+   d + sum i*ds, in C order. */
+static void ref_copy(int nd, const int64_t *n, const int64_t *ss, const int64_t *ds, int W,
+                     const char *s, char *d) {
+    int64_t idx[8] = {0}, so = 0, dof = 0;
+    int i;
+    for (;;) {
+        memcpy(d + dof, s + so, (size_t)W);
+        for (i = nd - 1; i >= 0; i--) {
+            idx[i]++;
+            so += ss[i];
+            dof += ds[i];
+            if (idx[i] < n[i]) break;
+            so -= n[i] * ss[i];
+            dof -= n[i] * ds[i];
+            idx[i] = 0;
+        }
+        if (i < 0) return;
+    }
+}
+
+/* Source and destination buffers with room around the tensor; the
+   destination is compared whole (bytes outside the tensor must survive). */
+typedef struct {
+    unsigned char *src, *dst, *want;
+    size_t sbytes, dbytes;
+} bufs;
+
+static void bufs_new(bufs *b, size_t sbytes, size_t dbytes) {
+    b->sbytes = sbytes;
+    b->dbytes = dbytes;
+    b->src = malloc(sbytes);
+    b->dst = malloc(dbytes);
+    b->want = malloc(dbytes);
+    fill_random(b->src, sbytes);
+    fill_random(b->dst, dbytes);
+    memcpy(b->want, b->dst, dbytes);
+}
+static void bufs_free(bufs *b) {
+    free(b->src);
+    free(b->dst);
+    free(b->want);
+}
+
+static const int widths[4] = {1, 2, 4, 8};
+
+/* ---- the transposing tile path (SIMD variants + scalar staging tile) ---- */
+static void test_transpose(void) {
+    static const int64_t shapes[][2] = {{297, 17}, {129, 33}, {64, 64}, {17, 300}, {16, 16},
+                                        {31, 1030}, {8, 9}, {100, 64}, {48, 128}};
+    int wi, si, off, stream;
+    char *scratch = dmls_scratch();
+    for (wi = 0; wi < 4; wi++)
+        for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+            for (off = 0; off < 3; off++)
+                for (stream = 0; stream < 2; stream++) {
+                    const int W = widths[wi];
+                    const int64_t kn = shapes[si][0], jn = shapes[si][1];
+                    /* source k fast (contiguous), destination j fast; odd offsets */
+                    const int64_t soff = off == 1 ? 3 : 0, doff = off == 2 ? 5 : (off == 1 ? 64 : 0);
+                    const int64_t kds = stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
+                    int64_t n[2] = {kn, jn}, ss[2] = {W, kn * W}, ds[2] = {kds, W};
+                    dmls_plan p;
+                    bufs b;
+                    bufs_new(&b, (size_t)(soff + kn * jn * W), (size_t)(doff + kn * kds + 64));
+                    memset(&p, 0, sizeof p);
+                    p.mode = DMLS_MODE_TILE;
+                    p.width = W;
+                    p.stream = stream;
+                    p.tile_size = kn;
+                    p.tile_src_stride = W;
+                    p.tile_dst_stride = kds;
+                    p.inner_size = jn;
+                    p.inner_src_stride = kn * W;
+                    p.inner_dst_stride = W;
+                    dmls_transpose(&p, (char *)b.src + soff, (char *)b.dst + doff, 0, jn, scratch);
+                    dmls_isa.store_fence();
+                    ref_copy(2, n, ss, ds, W, (char *)b.src + soff, (char *)b.want + doff);
+                    CHECK(memcmp(b.dst, b.want, b.dbytes) == 0,
+                          "transpose W=%d k=%lld j=%lld off=%d stream=%d", W, (long long)kn,
+                          (long long)jn, off, stream);
+                    bufs_free(&b);
+                }
+}
+
+/* ---- element kernels: strided, fill, (de)interleave ---- */
+static void test_elements(void) {
+    int wi, kn, off;
+    for (wi = 0; wi < 4; wi++)
+        for (off = 0; off < 2; off++) {
+            const int W = widths[wi];
+            const int64_t n = 1000 + 7 * off, o = off ? 3 : 0;
+            bufs b;
+            /* strided: every third source element to every second destination one */
+            {
+                int64_t nn[1] = {n}, ss[1] = {3 * W}, ds[1] = {2 * W};
+                bufs_new(&b, (size_t)(o + 3 * n * W), (size_t)(o + 2 * n * W));
+                DMLS_BY_WIDTH(W, dmls_strided_, ((char *)b.src + o, (char *)b.dst + o, n, 3 * W, 2 * W));
+                ref_copy(1, nn, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "strided W=%d off=%d", W, off);
+                bufs_free(&b);
+            }
+            /* fill, contiguous and strided destination */
+            {
+                int64_t nn[1] = {n}, ss[1] = {0}, ds[1] = {W};
+                int step;
+                for (step = 1; step <= 2; step++) {
+                    ds[0] = step * W;
+                    bufs_new(&b, (size_t)(o + W), (size_t)(o + step * n * W));
+                    DMLS_BY_WIDTH(W, dmls_fill_, ((char *)b.src + o, (char *)b.dst + o, n, step * W));
+                    ref_copy(1, nn, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+                    CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "fill W=%d step=%d", W, step);
+                    bufs_free(&b);
+                }
+            }
+            for (kn = 2; kn <= 4; kn++) {
+                /* de-interleave: n pixels of kn channels into kn planes */
+                int64_t nn[2] = {kn, n}, ss[2] = {W, kn * W}, ds[2] = {n * W + 16, W};
+                bufs_new(&b, (size_t)(o + kn * n * W), (size_t)(o + kn * (n * W + 16)));
+                DMLS_BY_WIDTH(W, dmls_deinterleave_, ((char *)b.src + o, (char *)b.dst + o, kn, n * W + 16, n));
+                ref_copy(2, nn, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "deinterleave W=%d kn=%d off=%d", W, kn, off);
+                bufs_free(&b);
+                /* interleave: the reverse */
+                {
+                    int64_t nn2[2] = {kn, n}, ss2[2] = {n * W + 16, W}, ds2[2] = {W, kn * W};
+                    bufs_new(&b, (size_t)(o + kn * (n * W + 16)), (size_t)(o + kn * n * W));
+                    DMLS_BY_WIDTH(W, dmls_interleave_, ((char *)b.src + o, (char *)b.dst + o, kn, n * W + 16, n));
+                    ref_copy(2, nn2, ss2, ds2, W, (char *)b.src + o, (char *)b.want + o);
+                    CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "interleave W=%d kn=%d off=%d", W, kn, off);
+                    bufs_free(&b);
+                }
+            }
+        }
+}
+
+/* ---- nibbles ---- */
+static unsigned nib(const unsigned char *p, int64_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 15; }
+static void set_nib(unsigned char *p, int64_t i, unsigned v) {
+    p[i >> 1] = (unsigned char)((p[i >> 1] & ~(15u << ((i & 1) * 4))) | ((v & 15) << ((i & 1) * 4)));
+}
+
+static void test_nibbles(void) {
+    static const int64_t lengths[] = {1, 2, 3, 31, 32, 33, 64, 65, 1000, 1001};
+    int li, nib0, sign;
+    for (li = 0; li < (int)(sizeof lengths / sizeof lengths[0]); li++)
+        for (nib0 = 0; nib0 < 4; nib0++) {
+            const int64_t n = lengths[li];
+            unsigned char packed[1200], out[2100], again[1200], want[1200];
+            int64_t i;
+            int ok = 1;
+            fill_random(packed, sizeof packed);
+            for (sign = 0; sign < 2; sign++) {
+                dmls_unpack(packed, nib0, n, out, sign);
+                for (i = 0; i < n; i++) {
+                    unsigned v = nib(packed, nib0 + i);
+                    unsigned expect = sign && (v & 8) ? (v | 0xF0) : v;
+                    if (out[i] != expect) ok = 0;
+                }
+                CHECK(ok, "unpack n=%lld nib0=%d sign=%d", (long long)n, nib0, sign);
+            }
+            /* pack into a random buffer: nibbles outside the range survive */
+            fill_random(again, sizeof again);
+            memcpy(want, again, sizeof want);
+            for (i = 0; i < n; i++) {
+                out[i] = (unsigned char)rnd();   /* high bits must be ignored */
+                set_nib(want, nib0 + i, out[i]);
+            }
+            dmls_pack(out, n, again, nib0);
+            CHECK(memcmp(again, want, sizeof want) == 0, "pack n=%lld nib0=%d", (long long)n, nib0);
+        }
+    /* element-wise nibble rows: nibbles -> nibbles at strides 3 and 2 */
+    {
+        unsigned char s[400], d[400], want[400];
+        dmls_plan p;
+        int64_t i;
+        memset(&p, 0, sizeof p);
+        p.src_nibble = p.dst_nibble = 1;
+        fill_random(s, sizeof s);
+        fill_random(d, sizeof d);
+        memcpy(want, d, sizeof d);
+        for (i = 0; i < 200; i++) set_nib(want, 1 + 2 * i, nib(s, 3 + 3 * i));
+        dmls_nibble_row(&p, s, d, 3, 1, 200, 3, 2);
+        CHECK(memcmp(d, want, sizeof d) == 0, "nibble row");
+    }
+}
+
+/* A block group of two dimensions, fastest first. */
+static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, int64_t stride1) {
+    g->ndim = 2;
+    g->size[0] = n0;
+    g->stride[0] = stride0;
+    g->size[1] = n1;
+    g->stride[1] = stride1;
+    g->elems = n0 * n1;
+}
+
+/* ---- the blocked transpose: J = (5, 13) destination-contiguous, K = (16, 3) source-contiguous ---- */
+static void test_block(void) {
+    int wi, off;
+    for (wi = 0; wi < 4; wi++)
+        for (off = 0; off < 2; off++) {
+            const int W = widths[wi];
+            /* A 4-D tensor (j1=5, k1=3, j0=13, k0=16): in the source k0 is
+               fastest, then k1, j0, j1; in the destination j0, j1, k0, k1. */
+            const int64_t j0n = 13, j1n = 5, k0n = 16, k1n = 3;
+            /* source strides (bytes) */
+            const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
+            /* destination strides */
+            const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
+            const int64_t total = j0n * j1n * k0n * k1n;
+            const int64_t o = off ? 7 : 0;
+            int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
+            dmls_plan p;
+            bufs b;
+            int lines;
+            for (lines = 1; lines <= 4; lines += 3) {
+                bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
+                memset(&p, 0, sizeof p);
+                p.mode = DMLS_MODE_BLOCK;
+                p.width = W;
+                set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
+                set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
+                p.block_lines = lines;
+                p.block_stage_src = off;
+                p.block_stage_dst = off && W <= 2;
+                dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
+                ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block W=%d off=%d lines=%d", W, off, lines);
+                bufs_free(&b);
+            }
+        }
+}
+
+/* ---- plain plans through the executor, 1 and 4 threads ---- */
+static void test_execute(void) {
+    int wi, mode, threads;
+    for (wi = 0; wi < 4; wi++)
+        for (mode = 0; mode < 3; mode++)
+            for (threads = 1; threads <= 4; threads += 3) {
+                const int W = widths[wi];
+                const int64_t rows = 300, cols = 257;
+                /* memcpy: rows of cols contiguous; fill: stride-0 source;
+                   strided: source stride 2 elements, destination 3 */
+                const int64_t iss = mode == 0 ? W : (mode == 1 ? 0 : 2 * W);
+                const int64_t ids = mode == 2 ? 3 * W : W;
+                const int64_t oss = mode == 1 ? W : cols * iss + 5 * W, ods = cols * ids + 3 * W;
+                int64_t n[2] = {rows, cols}, ss[2] = {oss, iss}, ds[2] = {ods, ids};
+                dmls_copy c;
+                bufs b;
+                bufs_new(&b, (size_t)(1 + rows * oss + cols * iss + W), (size_t)(1 + rows * ods));
+                memset(&c, 0, sizeof c);
+                c.kind = DMLS_COPY_PLAIN;
+                c.main.mode = mode == 0 ? DMLS_MODE_MEMCPY : (mode == 1 ? DMLS_MODE_FILL : DMLS_MODE_STRIDED);
+                c.main.width = W;
+                c.main.outer_ndim = 1;
+                c.main.outer_size[0] = rows;
+                c.main.outer_src_stride[0] = oss;
+                c.main.outer_dst_stride[0] = ods;
+                c.main.outer_count = rows;
+                c.main.inner_size = cols;
+                c.main.inner_src_stride = iss;
+                c.main.inner_dst_stride = ids;
+                c.main.segment_len = 100;      /* three segments per row: a ragged last one */
+                c.main.segments = 3;
+                c.main.tasks = rows * 3;
+                c.main.dst_bytes = (int64_t)1 << 20;   /* large enough to split over threads */
+                dmls_run(&c, (char *)b.src + 1, (char *)b.dst + 1, threads, dmls_scratch());
+                ref_copy(2, n, ss, ds, W, (char *)b.src + 1, (char *)b.want + 1);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "execute W=%d mode=%d threads=%d", W, mode, threads);
+                bufs_free(&b);
+            }
+}
+
+/* ---- scratch and pool ---- */
+static void *other_scratch(void *arg) {
+    *(char **)arg = dmls_scratch();
+    return NULL;
+}
+
+static int64_t *chunk_runs;
+static void count_chunk(void *ctx, int64_t c) {
+    (void)ctx;
+    __atomic_fetch_add(&chunk_runs[c], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool(void) {
+    int threads, rep;
+    char *mine = dmls_scratch(), *theirs = NULL;
+    pthread_t th;
+    CHECK(mine != NULL && mine == dmls_scratch(), "scratch: one arena per thread");
+    pthread_create(&th, NULL, other_scratch, &theirs);
+    pthread_join(th, NULL);
+    CHECK(theirs != NULL && theirs != mine, "scratch: another thread gets its own arena");
+    chunk_runs = calloc(1000, sizeof *chunk_runs);
+    for (threads = 1; threads <= 16; threads *= 2)
+        for (rep = 0; rep < 20; rep++) {
+            const int64_t nchunks = 1 + rep * 50;
+            int64_t c;
+            int ok = 1;
+            memset(chunk_runs, 0, 1000 * sizeof *chunk_runs);
+            dmls_parallel(count_chunk, NULL, nchunks, threads);
+            for (c = 0; c < 1000; c++)
+                if (chunk_runs[c] != (c < nchunks)) ok = 0;
+            CHECK(ok, "pool: %d threads, %lld chunks, each run once", threads, (long long)nchunks);
+        }
+    free(chunk_runs);
+#if DMLSTRIDE_HAVE_THREADS
+    CHECK(dmls_pool_workers() == 15, "pool: 15 workers for 16 threads, got %d", dmls_pool_workers());
+    dmls_pool_set_threads(2);
+    for (rep = 0; rep < 500 && dmls_pool_workers() > 1; rep++) usleep(2000);
+    CHECK(dmls_pool_workers() == 1, "pool: surplus workers exit, %d left", dmls_pool_workers());
+#endif
+}
+
+int main(void) {
+    int levels[3] = {DMLS_ISA_GENERIC, DMLS_ISA_SSE2, DMLS_ISA_SSSE3}, i, seen = -1;
+    CHECK(dmls_scratch() != NULL, "scratch arena");
+    for (i = 0; i < 3; i++) {
+        level_in_use = dmls_isa_select(levels[i]);
+        if (level_in_use == seen) continue;   /* the CPU (or the build) has no such level */
+        seen = level_in_use;
+        test_transpose();
+        test_elements();
+        test_nibbles();
+        test_block();
+        test_execute();
+    }
+    test_pool();
+    printf("%d checks, %d failures (highest isa level %d)\n", checks, failures, seen);
+    return failures != 0;
+}
