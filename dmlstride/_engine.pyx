@@ -539,7 +539,7 @@ def have_threads():
 # gather fast path
 
 cdef class GatherSpec:
-    """What a gather needs, resolved once per descriptor and cached on it."""
+    """What a gather needs, resolved once per descriptor (see :func:`remember_gather`)."""
 
     cdef Plan plan
     cdef int ndim
@@ -561,15 +561,56 @@ cdef class GatherSpec:
         self.align = align
 
 
-def gather_fast(object buffer, object desc, object offset, object out, object check_alignment,
-                object desc_type):
+# Gather specs by descriptor.  Descriptors are immutable values whose equality
+# and hash cover every field a spec is derived from, so an equal descriptor
+# shares the spec.  The oldest entry goes when the registry is full.  The last
+# descriptor found is also remembered by identity, so a loop over one
+# descriptor never hashes it.
+cdef dict _gather_specs = {}
+cdef Py_ssize_t GATHER_SPEC_LIMIT = 256
+# A private sentinel, never a descriptor: nothing a caller passes is it.
+cdef object _NO_DESC = object()
+cdef object _last_desc = _NO_DESC
+cdef GatherSpec _last_spec = None
+cdef object _desc_type = None
+
+
+def remember_gather(object desc, GatherSpec spec not None):
+    """Register ``spec`` for later gathers through ``desc``, a validated descriptor.
+
+    Only descriptors of the type registered here take the fast path.
+    """
+    global _last_desc, _last_spec, _desc_type
+    if desc not in _gather_specs and len(_gather_specs) >= GATHER_SPEC_LIMIT:
+        del _gather_specs[next(iter(_gather_specs))]
+    _gather_specs[desc] = spec
+    _desc_type = type(desc)
+    _last_desc = desc
+    _last_spec = spec
+
+
+def forget_gathers():
+    """Empty the gather-spec registry (for tests)."""
+    global _last_desc, _last_spec
+    _gather_specs.clear()
+    _last_desc = _NO_DESC
+    _last_spec = None
+
+
+def gather_specs_held():
+    """Number of descriptors with a registered gather spec."""
+    return len(_gather_specs)
+
+
+def gather_fast(object buffer, object desc, object offset, object out, object check_alignment):
     """Gather for the common, already-validated case; None means "take the checked path".
 
-    Taken only when ``desc`` is exactly ``desc_type`` with a cached
-    :class:`GatherSpec`, ``offset`` is a plain int that passes the binding
-    rule, and ``out`` is None or a matching array.  Bounds are always checked
-    against the acquired buffer.
+    Taken only when ``desc`` has a spec registered by :func:`remember_gather`,
+    ``offset`` is a plain int that passes the binding rule, and ``out`` is
+    None or a matching array.  Bounds are always checked against the acquired
+    buffer.
     """
+    global _last_desc, _last_spec
     cdef GatherSpec g
     cdef Py_ssize_t off
     cdef Py_buffer sv
@@ -577,14 +618,21 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     cdef int i
     cdef uintptr_t s0, s1, d0, d1
     cdef bint fresh
-    if type(desc) is not desc_type or type(offset) is not int:
+    if type(offset) is not int:
         return None
     if check_alignment is not True and check_alignment is not False:
         return None
-    spec = (<dict>desc._cache).get("gather_spec")
-    if spec is None:
-        return None
-    g = <GatherSpec>spec
+    if desc is _last_desc:
+        g = _last_spec
+    else:
+        if type(desc) is not _desc_type:
+            return None
+        spec = _gather_specs.get(desc)
+        if spec is None:
+            return None
+        g = <GatherSpec>spec
+        _last_desc = desc
+        _last_spec = g
     if offset < 0 or offset >= (1 << 62):
         return None
     off = offset

@@ -136,7 +136,6 @@ class BufferTensorDesc:
         "_last",
         "_overlap",
         "_hash",
-        "_cache",
         "_directml_limits",
     )
 
@@ -226,7 +225,6 @@ class BufferTensorDesc:
         set_(self, "_last", last)
         set_(self, "_overlap", None)
         set_(self, "_hash", None)
-        set_(self, "_cache", {})
         set_(self, "_directml_limits", limits)
 
     # -- immutability, equality, hashing -------------------------------------------------

@@ -7,6 +7,7 @@ holds every buffer export for the whole call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
@@ -27,7 +28,8 @@ _OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any]")
 __all__ = ["gather", "scatter", "copy_tensor", "view"]
 
 _FOUR_BIT_RANGE = {TensorDataType.UINT4: (0, 15), TensorDataType.INT4: (-8, 7)}
-_CACHE_LIMIT = 16
+#: Most plans kept for reuse.
+_PLAN_CACHE_LIMIT = 256
 
 
 def _check_desc(desc: Any, name: str = "desc") -> BufferTensorDesc:
@@ -58,14 +60,19 @@ def _check_offset(offset: Any, desc: BufferTensorDesc, check_alignment: bool, na
     return off
 
 
-def _cached(desc: BufferTensorDesc, key: Any, make: Any) -> Any:
-    cache = desc._cache
-    plan = cache.get(key)
+# Plans by (direction, descriptor) or ("copy", source, destination).  Descriptors
+# are immutable values, so equal descriptors share plans; nothing is stored on
+# them.  The oldest plan goes when the cache is full.
+_plans: dict[tuple[Any, ...], _engine.Plan] = {}
+
+
+def _cached(key: tuple[Any, ...], make: Callable[[], _engine.Plan]) -> _engine.Plan:
+    plan = _plans.get(key)
     if plan is None:
         plan = make()
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
-        cache[key] = plan
+        if len(_plans) >= _PLAN_CACHE_LIMIT:
+            del _plans[next(iter(_plans))]
+        _plans[key] = plan
     return plan
 
 
@@ -78,7 +85,7 @@ def _plan(desc: BufferTensorDesc, direction: str) -> _engine.Plan:
         make = lambda: _engine.Plan(desc.sizes, desc.effective_strides, packed, bits, True, False, signed)
     else:
         make = lambda: _engine.Plan(desc.sizes, packed, desc.effective_strides, bits, False, True, signed)
-    return _cached(desc, direction, make)
+    return _cached((direction, desc), make)
 
 
 def _refuse_overlapping_destination(desc: BufferTensorDesc, name: str) -> None:
@@ -167,7 +174,7 @@ def gather(
     >>> gather(buf, d).tobytes()
     b'ABCDEF'
     """
-    result = _engine.gather_fast(buffer, desc, offset, out, check_alignment, BufferTensorDesc)
+    result = _engine.gather_fast(buffer, desc, offset, out, check_alignment)
     if result is not None:
         return result
     _check_desc(desc)
@@ -186,13 +193,11 @@ def gather(
         tmp, _ = _engine.new_output(desc.sizes, dtype)
         _engine.execute(plan, buffer, off, desc.total_tensor_size_in_bytes, tmp, 0, 0, src_name="buffer")
         np.copyto(out, tmp)
-    _cached(
-        desc,
-        "gather_spec",
-        lambda: _engine.GatherSpec(
+    if type(desc) is BufferTensorDesc:
+        # Later gathers through an equal descriptor take the engine's fast path.
+        _engine.remember_gather(desc, _engine.GatherSpec(
             plan, desc.sizes, dtype, desc.total_tensor_size_in_bytes, desc.guaranteed_base_offset_alignment
-        ),
-    )
+        ))
     return out
 
 
@@ -364,8 +369,7 @@ def copy_tensor(
     _refuse_overlapping_destination(dst_desc, "dst_desc")
     bits = src_desc.element_bits
     plan = _cached(
-        src_desc,
-        ("copy", dst_desc),
+        ("copy", src_desc, dst_desc),
         lambda: _engine.Plan(src_desc.sizes, src_desc.effective_strides, dst_desc.effective_strides, bits),
     )
     done = _engine.execute(
