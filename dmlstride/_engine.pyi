@@ -18,6 +18,7 @@ else:
 _BufferLike = Buffer | npt.NDArray[Any]
 
 ALIGNMENT: int
+OFFSET_LIMIT: int
 MAX_DIMS: int
 OUTPUT_CACHE_DEFAULT: int
 MAX_THREADS: int

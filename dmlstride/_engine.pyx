@@ -35,6 +35,7 @@ dmls_isa_select(DMLS_ISA_SSSE3)
 
 # The C side's limits (src/limits.h); a test checks they agree with Python's.
 ALIGNMENT = DMLS_ALIGNMENT
+OFFSET_LIMIT = DMLS_OFFSET_LIMIT
 MAX_DIMS = DMLS_MAX_DIMS
 OUTPUT_CACHE_DEFAULT = DMLS_OUTPUT_CACHE_DEFAULT
 MAX_THREADS = DMLS_MAX_THREADS
@@ -567,6 +568,7 @@ cdef class GatherSpec:
 # descriptor found is also remembered by identity, so a loop over one
 # descriptor never hashes it.
 cdef dict _gather_specs = {}
+cdef object _OFFSET_LIMIT = DMLS_OFFSET_LIMIT
 cdef Py_ssize_t GATHER_SPEC_LIMIT = 256
 # A private sentinel, never a descriptor: nothing a caller passes is it.
 cdef object _NO_DESC = object()
@@ -633,10 +635,10 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
         g = <GatherSpec>spec
         _last_desc = desc
         _last_spec = g
-    if offset < 0 or offset >= (1 << 62):
+    if offset < 0 or offset >= _OFFSET_LIMIT:
         return None
     off = offset
-    if check_alignment and ((off & 15) or (g.align and off % g.align)):
+    if check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (g.align and off % g.align)):
         return None
     if out is not None:
         if type(out) is not cnp.ndarray:

@@ -6,6 +6,7 @@ from libc.stdint cimport int64_t
 
 cdef extern from "src/engine-limits.h":
     int DMLS_ALIGNMENT
+    long long DMLS_OFFSET_LIMIT
     enum: DMLS_MAX_DIMS
     size_t DMLS_OUTPUT_CACHE_DEFAULT
     int DMLS_MAX_THREADS

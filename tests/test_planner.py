@@ -9,6 +9,7 @@ from dmlstride import _engine, _limits, _planner
 
 def test_c_limits_agree_with_python():
     assert _engine.ALIGNMENT == _limits.MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    assert _engine.OFFSET_LIMIT == _limits.OFFSET_LIMIT
     assert _engine.MAX_DIMS == _limits.MAX_DIMENSION_COUNT == _planner.MAX_DIMS
     assert _engine.OUTPUT_CACHE_DEFAULT == _limits.DEFAULT_OUTPUT_CACHE
     assert _engine.MAX_THREADS == _limits.MAX_THREADS

@@ -5,6 +5,8 @@
 
 /* Buffer offsets and strides are bound to this alignment (bytes). */
 #define DMLS_ALIGNMENT 16
+/* A byte offset at or past this lies beyond any buffer a process can map. */
+#define DMLS_OFFSET_LIMIT ((long long)1 << 62)
 /* Dimensions of a tensor. */
 #define DMLS_MAX_DIMS 8
 /* Default byte limit of the gather output cache. */
