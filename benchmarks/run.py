@@ -59,6 +59,9 @@ MEMORY_SLACK = 1 << 20  # a gather may use this much beyond its output ("a const
 EXIT_MISMATCH = 1
 EXIT_TARGETS = 3
 FLAG = "!"  # marks a figure above the memcpy limit
+# glibc's memcpy switches to streaming (non-temporal) stores only above a threshold derived from
+# the cache sizes, which can exceed a 64 MiB copy's per-thread chunk; --streaming-memcpy lowers it.
+STREAMING_TUNABLE = "glibc.cpu.x86_non_temporal_threshold=0x1000000"  # 16 MiB
 
 # The targets, each checked by evaluate_targets.
 CONVERSION_GEOMEAN = 0.8
@@ -558,8 +561,9 @@ def _sections(results: list[Result], targets: list[Target], peers: list[C.Peer],
     notes = [f"Every column writes into memory allocated once. limit: memcpy of the same bytes "
              f"(np.copyto of {settings.threads} equal chunks on {settings.threads} threads), the most a copy "
              f"can reach; of limit = dmlstride's speed over it, {FLAG} marks a figure above 1.0, a red flag "
-             f"to explain (broadcast sources read fewer bytes than memcpy does; otherwise suspect the "
-             f"measurement). IQR: the interquartile range of the repeats over their median. "
+             f"to explain (a broadcast source reads fewer bytes than memcpy does; streaming stores skip the "
+             f"read for ownership that a memcpy with ordinary stores pays: see --streaming-memcpy; otherwise "
+             f"suspect the measurement). IQR: the interquartile range of the repeats over their median. "
              f"vs X: dmlstride's speed over X's."]
     if any(r.row.group == "int4" and "numpy" in r.ns for r in results):
         notes.append("* INT4 has no numpy view: that column is a vectorised numpy unpack "
@@ -777,7 +781,8 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     summary = (f"{'quick' if args.quick else 'full'} run, {settings.threads} threads for dmlstride, "
                f"{'PyTorch and ' if torch_version and any(p.key == 'torch' for p in settings.peers) else ''}"
                f"the memcpy limit, {cpus} CPUs, median of {settings.repeats} interleaved repeats, "
-               f"peers: {peers or 'none'}"
+               + ("glibc memcpy with streaming stores from 16 MiB, " if _streaming() else "")
+               + f"peers: {peers or 'none'}"
                + (f", {omp_note}" if torch_version else "")
                + (f", load average {load:.1f} at the start" if load is not None else "")
                + f"; {_cpu_model() or platform.machine()}, Python {platform.python_version()}, "
@@ -793,6 +798,7 @@ def _meta(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
         "peers": [p.key for p in settings.peers],
         "omp_wait_policy": omp if torch_version else None,
         "output_cache_bytes": settings.cache_limit,
+        "streaming_memcpy": _streaming(),
         "load_average_start": load,
         "cpu": _cpu_model(),
         "machine": platform.machine(),
@@ -821,6 +827,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, metavar="N", help="timing repeats per case (default 9, quick 5)")
     p.add_argument("--skip-peer", action="append", metavar="NAME", default=[],
                    choices=[peer.key for peer in C.PEERS], help="leave a peer's column out; repeatable")
+    p.add_argument("--streaming-memcpy", action="store_true",
+                   help="make glibc's memcpy use streaming stores from 16 MiB, for the limit and every "
+                        f"implementation alike (re-runs the process with GLIBC_TUNABLES={STREAMING_TUNABLE})")
     p.add_argument("--check-targets", action="store_true", help=f"exit {EXIT_TARGETS} if a speed target is missed")
     p.add_argument("--list", action="store_true", help="list the case names and exit")
     args = p.parse_args(argv)
@@ -839,8 +848,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _streaming() -> bool:
+    return STREAMING_TUNABLE in os.environ.get("GLIBC_TUNABLES", "").split(":")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.streaming_memcpy and not _streaming() and argv is None:
+        # glibc reads its tunables at start-up: run again with the variable set
+        tunables = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"), STREAMING_TUNABLE) if t)
+        env = {**os.environ, "GLIBC_TUNABLES": tunables}
+        if C.OMP_WAIT_POLICY_SET_HERE:
+            del env["OMP_WAIT_POLICY"]  # the new process sets it again, and says so
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
     rows = _select(C.build_rows(quick=args.quick), args.case)
     if args.list:
         print("\n".join(r.name for r in rows))
