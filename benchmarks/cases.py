@@ -251,6 +251,17 @@ def build_rows(quick: bool = False) -> list[Row]:
             Row(f"copy/{tag}", "align", "copy", packed64, packed64, **skews),
         ]
 
+    # Layout conversions with both buffers 16 bytes past a page boundary, where glibc's malloc puts
+    # a large numpy array (np.empty of 64 MiB), timed against page-aligned buffers in the same loop.
+    placed = (("colmajor-rowmajor-f32", "rowmajor-colmajor-f32", pick((4096, 4096), (1024, 1024)), "WH"),
+              ("nhwc-nchw-f32-c64", "nchw-nhwc-f32-c64", c64, "NHWC"))
+    for fwd, rev, sizes, layout in placed:
+        strided = ds.BufferTensorDesc.from_layout("float32", sizes, layout)
+        rows += [
+            Row(f"gather/{fwd}-both+16", "align", "gather", strided, None, src_skew=16, dst_skew=16),
+            Row(f"scatter/{rev}-both+16", "align", "scatter", None, strided, src_skew=16, dst_skew=16),
+        ]
+
     # INT4 NHWC -> NCHW: gather unpacks to int8, copy keeps packed nibbles.
     int4_sizes = pick((16, 64, 256, 256), (2, 64, 64, 64))
     int4_nhwc = ds.BufferTensorDesc.from_layout("int4", int4_sizes, "NHWC")

@@ -580,7 +580,8 @@ def _sections(results: list[Result], targets: list[Target], peers: list[C.Peer],
                  _num(r.gbps(C.DMLSTRIDE_ALIGNED)) + _pct(r.spread[C.DMLSTRIDE_ALIGNED]),
                  f"{r.misaligned_cost:.2f}x"] for r in al]
         out.append(("buffer placement (dst+k: the destination k bytes past the source modulo 4096; src+k: "
-                    "the source k bytes past; both placements timed in the same loop)",
+                    "the source k bytes past; both+k: both k bytes past a page boundary, as glibc places a "
+                    "large numpy array; each timed against page-aligned buffers in the same loop)",
                     render(["case", "placed GB/s (IQR)", "page-aligned GB/s (IQR)", "time over aligned"], body)))
 
     for r in results:

@@ -120,6 +120,7 @@ def test_list_unknown_case_and_skipped_peer(tmp_path: Path) -> None:
     for stem in ("nhwc-nchw-f32-c24-301x301", "scrambled6d-packed-f32", "packed-f32-dst+16"):
         assert f"gather/{stem}" in names, stem
     assert "scatter/packed-f32-dst+16" in names and "scatter/packed-scrambled6d-f32" in names
+    assert "gather/colmajor-rowmajor-f32-both+16" in names
 
     proc = _run("--quick", "--case", "no-such-case")
     assert proc.returncode == 2
