@@ -1,8 +1,10 @@
 """Smoke test of the benchmark harness: it runs, checks correctness and writes its reports.
 
-Only correctness is asserted; timings on a shared machine are not.  The harness
-runs in a subprocess that imports the same dmlstride as this test (an in-place
-build or an installed wheel).
+Only correctness and the harness's own bookkeeping are asserted; timings on a
+shared machine are not.  The harness runs in a subprocess that imports the same
+dmlstride as this test (an in-place build or an installed wheel), so that its
+optional peers (PyTorch) and the environment it sets for them stay out of this
+process.
 """
 
 import json
@@ -10,33 +12,47 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import dmlstride
 
-RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+RUN = BENCH / "run.py"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    package_parent = str(Path(dmlstride.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, str(BENCH), env.get("PYTHONPATH")) if p)
+    return env
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    package_parent = str(Path(dmlstride.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, str(RUN), *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(RUN), *args], env=_env(), capture_output=True, text=True,
                           timeout=300)
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=_env(), capture_output=True,
+                          text=True, timeout=300)
 
 
 def test_quick_run_checks_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     md = tmp_path / "bench.md"
-    proc = _run("--quick", "--case", "tiny", "--case", "gather/packed", "--case", "int4",
-                "--repeats", "2", "--json", str(out), "--markdown", str(md))
+    proc = _run("--quick", "--case", "tiny", "--case", "gather/packed-f32-dst+16", "--case", "int4",
+                "--repeats", "4", "--json", str(out), "--markdown", str(md))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "dmlstride GB/s" in proc.stdout and "vs best numpy" in proc.stdout
+    for header in ("dmlstride GB/s (IQR)", "numpy GB/s (IQR)", "limit GB/s (IQR)", "of limit", "vs numpy"):
+        assert header in proc.stdout, header
     assert "gather/tiny-1x1x3x5-f32" in proc.stderr  # the progress line
+    assert "np.ndarray(buffer=...).copy()" in proc.stdout  # the per-call table
+    assert "page-aligned GB/s" in proc.stdout  # the buffer-placement table
     # quick sizes judge nothing: no verdicts, no target table, one closing line on what was checked
     words = proc.stdout.split()
     assert "PASS" not in words and "FAIL" not in words
-    assert "targets missed" not in proc.stdout and "\ntargets" not in proc.stdout
+    assert "targets (" not in proc.stdout and "missed targets" not in proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"quick run, 4 cases in [0-9.]+ s: every implementation's bytes compared with "
                         r"dmlstride's, 4 identical, 0 failed; timings at quick sizes are not judged "
@@ -46,30 +62,46 @@ def test_quick_run_checks_and_reports(tmp_path: Path) -> None:
     assert {"meta", "cases", "targets", "correct", "targets_met"} <= report.keys()
     assert report["correct"] is True
     assert report["meta"]["quick"] is True
+    assert report["meta"]["threads"] == dmlstride.get_num_threads()
     assert report["targets"] == [] and report["targets_met"] is None
-    names = {c["name"] for c in report["cases"]}
-    assert {"gather/tiny-1x1x3x5-f32", "gather/packed-f32", "gather/int4-nhwc-nchw",
-            "copy/int4-nhwc-nchw"} <= names
-    for case in report["cases"]:
-        assert case["identical"] is True
-        assert {"dmlstride", "memcpy"} <= case["gbps"].keys()
+    cases = {c["name"]: c for c in report["cases"]}
+    assert set(cases) == {"gather/tiny-1x1x3x5-f32", "gather/packed-f32-dst+16", "gather/int4-nhwc-nchw",
+                          "copy/int4-nhwc-nchw"}
+    for name, case in cases.items():
+        assert case["identical"] is True, name
         assert case["bytes_moved"] > 0
-    assert "| case |" in md.read_text() and "PASS" not in md.read_text()
+        if name.startswith("gather/tiny"):
+            assert {"dmlstride", "numpy_as_strided", "numpy_ndarray"} <= case["per_call_ns"].keys()
+            continue
+        assert {"dmlstride", "numpy", "limit"} <= case["gbps"].keys()
+        limit = case["gbps"]["dmlstride"] / case["gbps"]["limit"]
+        assert abs(case["fraction_of_limit"] - limit) < 1e-9 * limit
+    misaligned = cases["gather/packed-f32-dst+16"]
+    assert misaligned["dst_skew"] == 16 and misaligned["src_skew"] == 0
+    assert "dmlstride_aligned" in misaligned["median_ns"]
+    text = md.read_text()
+    assert "| case |" in text and not re.search(r"\b(PASS|FAIL)\b", text)
+    assert text.startswith("Measured with `python benchmarks/run.py --quick")
 
 
 def test_full_run_judges_its_targets(tmp_path: Path) -> None:
-    """Without --quick the targets are evaluated and reported (not asserted: a shared machine is noisy)."""
+    """Without --quick the targets are evaluated and reported; --check-targets turns a miss into exit 3."""
     out = tmp_path / "bench.json"
-    proc = _run("--case", "tiny", "--repeats", "2", "--json", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    verdicts = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith(("PASS ", "FAIL "))]
-    assert len(verdicts) == 2  # the tiny case's two per-call targets
+    proc = _run("--case", "tiny", "--repeats", "2", "--json", str(out), "--check-targets")
     report = json.loads(out.read_text())
     assert report["meta"]["quick"] is False
-    assert [t["passed"] for t in report["targets"]] == [v == "PASS" for v in verdicts]
-    assert all({"target", "measured", "required", "passed"} <= t.keys() for t in report["targets"])
-    assert report["targets_met"] is (verdicts == ["PASS", "PASS"])
-    missed = verdicts.count("FAIL")
+    targets = report["targets"]
+    assert [t["target"] for t in targets] == [
+        "tiny gather: >= 5x faster than as_strided(...).copy()",
+        "tiny gather: >= 2x faster than np.ndarray(buffer=...).copy()",
+    ]
+    for t in targets:
+        assert t["passed"] is (t["measured"] >= t["required"])
+    assert report["targets_met"] is all(t["passed"] for t in targets)
+    assert proc.returncode == (0 if report["targets_met"] else 3), proc.stdout + proc.stderr
+    verdicts = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith(("PASS ", "FAIL "))]
+    assert verdicts == ["PASS" if t["passed"] else "FAIL" for t in targets]
+    missed = sum(not t["passed"] for t in targets)
     assert proc.stdout.strip().splitlines()[-1].endswith(f"; {missed} of 2 speed targets missed")
 
 
@@ -79,12 +111,74 @@ def test_quick_run_refuses_to_check_targets() -> None:
     assert "--check-targets needs a full run" in proc.stderr
 
 
-def test_list_and_unknown_case() -> None:
+def test_list_unknown_case_and_skipped_peer(tmp_path: Path) -> None:
     proc = _run("--list", "--quick")
     assert proc.returncode == 0, proc.stderr
     names = proc.stdout.split()
     assert "gather/tiny-1x1x3x5-f32" in names and len(names) == len(set(names))
+    # every strided case is gathered and scattered, odd shapes and misplaced buffers included
+    for stem in ("nhwc-nchw-f32-c24-301x301", "scrambled6d-packed-f32", "packed-f32-dst+16"):
+        assert f"gather/{stem}" in names, stem
+    assert "scatter/packed-f32-dst+16" in names and "scatter/packed-scrambled6d-f32" in names
+    assert "gather/colmajor-rowmajor-f32-both+16" in names
 
     proc = _run("--quick", "--case", "no-such-case")
     assert proc.returncode == 2
     assert "no case matches" in proc.stderr
+
+    out = tmp_path / "bench.json"
+    proc = _run("--quick", "--case", "gather/int4", "--repeats", "1", "--skip-peer", "numpy", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (case,) = json.loads(out.read_text())["cases"]
+    assert "numpy" not in case["gbps"] and "limit" in case["gbps"]
+
+
+def test_main_table_writes_into_memory_allocated_once() -> None:
+    """After a first call, no implementation of the main table allocates its output again."""
+    proc = _python("""
+        import tracemalloc
+        import cases as C
+
+        rows = {r.name: r for r in C.build_rows(quick=True)}
+        for name in ("gather/nhwc-nchw-f32-c64", "scatter/nchw-nhwc-f32-c64", "copy/nhwc-nchw-f32-c64",
+                     "gather/broadcast-c-f32", "copy/packed-f32-dst+16"):
+            row = rows[name]
+            case = C.make_case(row)
+            impls = {"dmlstride": C.dmlstride_impl(case, case.new_dst())}
+            for peer in C.PEERS:
+                fn = peer.impl(case, case.new_dst()) if peer.available else None
+                if fn is not None:
+                    impls[peer.key] = fn
+            impls["limit"] = C.limit_impl(case, C.ThreadedCopy(2))
+            for key, fn in impls.items():
+                fn()
+                tracemalloc.start()
+                fn()
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+                assert peak < row.bytes_moved // 8, (name, key, peak, row.bytes_moved)
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_threaded_memcpy_limit_copies_every_byte() -> None:
+    """The limit column's threaded np.copyto covers the whole buffer for any size and thread count."""
+    proc = _python("""
+        import numpy as np
+        import cases as C
+
+        rng = np.random.default_rng(3)
+        for threads in (1, 2, 3, 7):
+            copier = C.ThreadedCopy(threads)
+            for n in (1, 63, 64, 1000, 1_000_003):
+                src = np.frombuffer(rng.bytes(n), np.uint8)
+                dst = np.zeros(n, np.uint8)
+                copier.plan(dst, src)()
+                assert np.array_equal(dst, src), (threads, n)
+            copier.close()
+        buf = C.placed_bytes(100, skew=16)
+        assert buf.ctypes.data % 4096 == 16 and buf.size == 100
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
