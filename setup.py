@@ -5,6 +5,7 @@ large copies over a small pthread pool; DMLSTRIDE_NO_THREADS=1 builds a
 single-threaded engine (as on platforms without pthreads).
 """
 
+import glob
 import os
 import sys
 
@@ -33,6 +34,9 @@ macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION
 if os.environ.get("DMLSTRIDE_NO_THREADS"):
     macros.append(("DMLSTRIDE_NO_THREADS", "1"))
 
+# The conversion kernels (dmlstride/src/convert*.c, quant*.c): their own extension.
+CONVERT_SOURCES = sorted(glob.glob("dmlstride/src/convert*.c") + glob.glob("dmlstride/src/quant*.c"))
+
 extensions = [
     Extension(
         "dmlstride._engine",
@@ -40,6 +44,16 @@ extensions = [
         include_dirs=[np.get_include()],
         define_macros=macros,
         extra_compile_args=extra_compile,
+        extra_link_args=extra_link,
+    ),
+    Extension(
+        "dmlstride._convert",
+        ["dmlstride/_convert.pyx", *CONVERT_SOURCES],
+        include_dirs=[np.get_include()],
+        depends=sorted(glob.glob("dmlstride/src/convert*.h")),
+        define_macros=macros,
+        # A multiply then an add, never fused: results match numpy's two roundings.
+        extra_compile_args=[*extra_compile, "-ffp-contract=off"] if sys.platform != "win32" else extra_compile,
         extra_link_args=extra_link,
     ),
 ]

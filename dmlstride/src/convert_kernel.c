@@ -1,0 +1,167 @@
+/* The walk: an odometer over the outer dimensions, each row converted in
+   chunks through a staging buffer (load, arithmetic, store), rows split
+   into segments that worker threads share. */
+#include "convert.h"
+#include "convert_ops.h"
+#include "convert_rows.h"
+
+#include <stddef.h>
+
+#ifndef DMLSTRIDE_NO_THREADS
+#include <pthread.h>
+#endif
+
+/* Elements per task: a row segment. */
+#define SEGMENT (64 * CONVERT_CHUNK)
+/* Fewer elements than this run on the calling thread alone. */
+#define PARALLEL_MIN ((int64_t)1 << 17)
+
+/* Parameter values for elements j0 .. j0 + n - 1 of a row whose parameters
+   start at base: a pointer and a step (0: one value for the whole chunk). */
+static const void *params(const convert_job *job, const void *arr, size_t w, int64_t base,
+                          int64_t j0, int64_t n, void *buf, int *step) {
+    int last = job->ndim - 1;
+    int64_t ps = job->param_strides[last], div = job->param_div[last];
+    const char *a = (const char *)arr;
+    if (ps == 0 || (div > 1 && j0 / div == (j0 + n - 1) / div)) {
+        *step = 0;
+        return a + (size_t)(base + (j0 / div) * ps) * w;
+    }
+    *step = 1;
+    if (div == 1 && ps == 1) return a + (size_t)(base + j0) * w;
+    /* Walk the blocks the chunk touches: no division per element. */
+    int64_t blk = j0 / div, next = (blk + 1) * div;
+    const char *v = a + (size_t)(base + blk * ps) * w;
+    for (int64_t i = 0; i < n; i++) {
+        if (j0 + i == next) {
+            v += (size_t)ps * w;
+            next += div;
+        }
+        if (w == sizeof(float)) ((float *)buf)[i] = *(const float *)v;
+        else ((double *)buf)[i] = *(const double *)v;
+    }
+    return buf;
+}
+
+/* Elements j0 .. j1 - 1 of the row at source element so, destination
+   element do_, parameter index po. */
+static void row(const convert_job *job, const char *src, char *dst, int64_t so, int64_t do_,
+                int64_t po, int64_t j0, int64_t j1) {
+    int last = job->ndim - 1;
+    int64_t ss = job->src_strides[last], ds = job->dst_strides[last];
+    union { float f[CONVERT_CHUNK]; double d[CONVERT_CHUNK]; } x, pa, pb;
+    int sa, sb;
+    if (job->compute64) {
+        convert_load_fn load = convert_load64[job->src_type];
+        convert_store_fn store = convert_store64[job->dst_type];
+        for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
+            int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
+            load(src, so + j * ss, ss, n, x.d);
+            const double *a = params(job, job->scale, sizeof(double), po, j, n, pa.d, &sa);
+            const double *b = params(job, job->shift, sizeof(double), po, j, n, pb.d, &sb);
+            convert_op64(x.d, n, a, sa, b, sb);
+            store(x.d, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+        }
+    } else {
+        convert_load_fn load = convert_load32[job->src_type];
+        convert_store_fn store = convert_store32[job->dst_type];
+        for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
+            int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
+            load(src, so + j * ss, ss, n, x.f);
+            const float *a = params(job, job->scale, sizeof(float), po, j, n, pa.f, &sa);
+            const float *b = params(job, job->shift, sizeof(float), po, j, n, pb.f, &sb);
+            convert_op32(job->op, x.f, n, a, sa, b, sb);
+            store(x.f, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+        }
+    }
+}
+
+static int64_t segments_per_row(const convert_job *job) {
+    int64_t n = job->sizes[job->ndim - 1];
+    return (n + SEGMENT - 1) / SEGMENT;
+}
+
+/* Tasks t0 .. t1 - 1, task t being segment t % S of row t / S. */
+static void run_tasks(const convert_job *job, const char *src, char *dst, int64_t t0, int64_t t1) {
+    int outer = job->ndim - 1;
+    int64_t S = segments_per_row(job), n = job->sizes[outer];
+    int64_t idx[CONVERT_MAX_DIMS];
+    int64_t r = t0 / S, seg = t0 % S;
+    for (int k = outer - 1; k >= 0; k--) {
+        idx[k] = r % job->sizes[k];
+        r /= job->sizes[k];
+    }
+    for (int64_t t = t0; t < t1;) {
+        int64_t so = 0, do_ = 0, po = 0;
+        for (int k = 0; k < outer; k++) {
+            so += idx[k] * job->src_strides[k];
+            do_ += idx[k] * job->dst_strides[k];
+            if (job->param_strides[k]) po += (idx[k] / job->param_div[k]) * job->param_strides[k];
+        }
+        for (; seg < S && t < t1; seg++, t++) {
+            int64_t j0 = seg * SEGMENT, j1 = j0 + SEGMENT < n ? j0 + SEGMENT : n;
+            row(job, src, dst, so, do_, po, j0, j1);
+        }
+        if (seg == S) {
+            seg = 0;
+            for (int k = outer - 1; k >= 0; k--) {
+                if (++idx[k] < job->sizes[k]) break;
+                idx[k] = 0;
+            }
+        }
+    }
+}
+
+#ifndef DMLSTRIDE_NO_THREADS
+typedef struct {
+    const convert_job *job;
+    const char *src;
+    char *dst;
+    int64_t t0, t1;
+} task_range;
+
+static void *worker(void *arg) {
+    task_range *r = (task_range *)arg;
+    run_tasks(r->job, r->src, r->dst, r->t0, r->t1);
+    return NULL;
+}
+#endif
+
+int convert_run(const convert_job *job, const char *src, char *dst) {
+    int64_t rows = 1, total = 1;
+    for (int k = 0; k < job->ndim - 1; k++) rows *= job->sizes[k];
+    for (int k = 0; k < job->ndim; k++) total *= job->sizes[k];
+    int64_t tasks = rows * segments_per_row(job);
+    int nt = job->nthreads;
+    /* Nibbles of one byte may belong to different tasks: one thread only. */
+    if (job->dst_type == CONVERT_UINT4 || job->dst_type == CONVERT_INT4 || total < PARALLEL_MIN) nt = 1;
+    if (nt > tasks) nt = (int)tasks;
+    if (nt > 64) nt = 64;
+#ifndef DMLSTRIDE_NO_THREADS
+    if (nt > 1) {
+        pthread_t th[64];
+        task_range rg[64];
+        int started[64];
+        int failed = 0;
+        for (int i = 0; i < nt; i++) {
+            rg[i].job = job;
+            rg[i].src = src;
+            rg[i].dst = dst;
+            rg[i].t0 = tasks * i / nt;
+            rg[i].t1 = tasks * (i + 1) / nt;
+        }
+        for (int i = 1; i < nt; i++) {
+            started[i] = pthread_create(&th[i], NULL, worker, &rg[i]) == 0;
+            if (!started[i]) failed = 1;
+        }
+        run_tasks(job, src, dst, rg[0].t0, rg[0].t1);
+        for (int i = 1; i < nt; i++) {
+            if (started[i]) pthread_join(th[i], NULL);
+            else run_tasks(job, src, dst, rg[i].t0, rg[i].t1);
+        }
+        return failed ? -1 : 0;
+    }
+#endif
+    run_tasks(job, src, dst, 0, tasks);
+    return 0;
+}

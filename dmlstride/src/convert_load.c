@@ -1,0 +1,96 @@
+/* Row loaders: any element type to float or double. */
+#include <string.h>
+
+#include "convert_half.h"
+#include "convert_rows.h"
+
+/* Plain types: a C conversion (integers round to nearest even, as numpy's
+   astype does).  Unit stride gets its own loop so it vectorises. */
+#define LOAD(name, T, C)                                                                  \
+    static void name(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) { \
+        const T *p = (const T *)base + e0;                                                \
+        C *o = (C *)out;                                                                  \
+        if (stride == 1) {                                                                \
+            for (int64_t i = 0; i < n; i++) o[i] = (C)p[i];                               \
+        } else {                                                                          \
+            for (int64_t i = 0; i < n; i++) o[i] = (C)p[i * stride];                      \
+        }                                                                                 \
+    }
+
+#define LOADS(suffix, C)                                   \
+    LOAD(load_f32_##suffix, float, C)                      \
+    LOAD(load_f64_##suffix, double, C)                     \
+    LOAD(load_u8_##suffix, uint8_t, C)                     \
+    LOAD(load_i8_##suffix, int8_t, C)                      \
+    LOAD(load_u16_##suffix, uint16_t, C)                   \
+    LOAD(load_i16_##suffix, int16_t, C)                    \
+    LOAD(load_u32_##suffix, uint32_t, C)                   \
+    LOAD(load_i32_##suffix, int32_t, C)                    \
+    LOAD(load_u64_##suffix, uint64_t, C)                   \
+    LOAD(load_i64_##suffix, int64_t, C)
+
+LOADS(32, float)
+LOADS(64, double)
+
+/* 4-bit: nibbles, INT4 sign-extended. */
+static inline int nibble(const uint8_t *b, int64_t e, int sign) {
+    int v = (b[e >> 1] >> ((e & 1) << 2)) & 0xf;
+    return sign ? (v ^ 8) - 8 : v;
+}
+
+#define LOAD4(name, C, SIGN)                                                              \
+    static void name(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) { \
+        const uint8_t *b = (const uint8_t *)base;                                         \
+        C *o = (C *)out;                                                                  \
+        int64_t i = 0;                                                                    \
+        if (stride == 1 && !(e0 & 1)) {                                                   \
+            const uint8_t *q = b + (e0 >> 1);                                             \
+            for (; i + 2 <= n; i += 2) {                                                  \
+                int lo = q[i >> 1] & 0xf, hi = q[i >> 1] >> 4;                            \
+                if (SIGN) { lo = (lo ^ 8) - 8; hi = (hi ^ 8) - 8; }                       \
+                o[i] = (C)lo;                                                             \
+                o[i + 1] = (C)hi;                                                         \
+            }                                                                             \
+        }                                                                                 \
+        for (; i < n; i++) o[i] = (C)nibble(b, e0 + i * stride, SIGN);                    \
+    }
+
+LOAD4(load_u4_32, float, 0)
+LOAD4(load_i4_32, float, 1)
+LOAD4(load_u4_64, double, 0)
+LOAD4(load_i4_64, double, 1)
+
+/* float16: the dispatched row conversion (F16C or software). */
+static void load_f16_32(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) {
+    const uint16_t *p = (const uint16_t *)base + e0;
+    if (stride == 1) {
+        convert_half.f16_to_f32(p, n, (float *)out);
+        return;
+    }
+    uint16_t tmp[CONVERT_CHUNK];
+    for (int64_t k = 0; k < n; k += CONVERT_CHUNK) {
+        int64_t m = n - k < CONVERT_CHUNK ? n - k : CONVERT_CHUNK;
+        for (int64_t i = 0; i < m; i++) tmp[i] = p[(k + i) * stride];
+        convert_half.f16_to_f32(tmp, m, (float *)out + k);
+    }
+}
+
+static void load_f16_64(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) {
+    float tmp[CONVERT_CHUNK];
+    double *o = (double *)out;
+    for (int64_t k = 0; k < n; k += CONVERT_CHUNK) {
+        int64_t m = n - k < CONVERT_CHUNK ? n - k : CONVERT_CHUNK;
+        load_f16_32(base, e0 + k * stride, stride, m, tmp);
+        for (int64_t i = 0; i < m; i++) o[k + i] = (double)tmp[i];
+    }
+}
+
+const convert_load_fn convert_load32[CONVERT_NTYPES] = {
+    0, load_f32_32, load_f16_32, load_u32_32, load_u16_32, load_u8_32, load_i32_32,
+    load_i16_32, load_i8_32, load_f64_32, load_u64_32, load_i64_32, load_u4_32, load_i4_32,
+};
+
+const convert_load_fn convert_load64[CONVERT_NTYPES] = {
+    0, load_f32_64, load_f16_64, load_u32_64, load_u16_64, load_u8_64, load_i32_64,
+    load_i16_64, load_i8_64, load_f64_64, load_u64_64, load_i64_64, load_u4_64, load_i4_64,
+};
