@@ -14,6 +14,7 @@ MODULES = [
     "dmlstride.sizes",
     "dmlstride.descriptor",
     "dmlstride.copy",
+    "dmlstride.convert",
     "dmlstride._explain",
     "dmlstride.cli",
     "dmlstride.viewsource",
@@ -33,5 +34,6 @@ def test_docstring_examples(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"
-    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.copy"):
+    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.copy",
+                "dmlstride.convert"):
         assert examples > 0, f"{name} has no docstring examples"
