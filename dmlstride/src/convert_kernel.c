@@ -29,16 +29,18 @@ static const void *params(const convert_job *job, const void *arr, size_t w, int
     }
     *step = 1;
     if (div == 1 && ps == 1) return a + (size_t)(base + j0) * w;
-    /* Walk the blocks the chunk touches: no division per element. */
-    int64_t blk = j0 / div, next = (blk + 1) * div;
+    /* Blocks: fill each block's span with its value (no division per element). */
+    int64_t blk = j0 / div, end = (blk + 1) * div - j0;   /* end of the first block, chunk-relative */
     const char *v = a + (size_t)(base + blk * ps) * w;
-    for (int64_t i = 0; i < n; i++) {
-        if (j0 + i == next) {
-            v += (size_t)ps * w;
-            next += div;
+    for (int64_t i = 0; i < n; v += (size_t)ps * w, end += div) {
+        int64_t stop = end < n ? end : n;
+        if (w == sizeof(float)) {
+            float f = *(const float *)v;
+            for (; i < stop; i++) ((float *)buf)[i] = f;
+        } else {
+            double d = *(const double *)v;
+            for (; i < stop; i++) ((double *)buf)[i] = d;
         }
-        if (w == sizeof(float)) ((float *)buf)[i] = *(const float *)v;
-        else ((double *)buf)[i] = *(const double *)v;
     }
     return buf;
 }

@@ -38,18 +38,37 @@ static inline int nibble(const uint8_t *b, int64_t e, int sign) {
     return sign ? (v ^ 8) - 8 : v;
 }
 
+/* Unit stride from an even element: each byte gives two elements; the
+   bytes become little-endian pairs of int8/uint8 values (vectorisable),
+   then values. */
+static inline void unpack_pairs(const uint8_t *q, int64_t nbytes, uint16_t *pairs, int sign) {
+    if (sign) {
+        for (int64_t k = 0; k < nbytes; k++) {
+            unsigned lo = ((unsigned)((q[k] & 0xfu) ^ 8u) - 8u) & 0xffu;
+            unsigned hi = ((unsigned)((q[k] >> 4) ^ 8u) - 8u) & 0xffu;
+            pairs[k] = (uint16_t)(lo | (hi << 8));
+        }
+    } else {
+        for (int64_t k = 0; k < nbytes; k++) pairs[k] = (uint16_t)((q[k] & 0xfu) | ((unsigned)(q[k] >> 4) << 8));
+    }
+}
+
 #define LOAD4(name, C, SIGN)                                                              \
     static void name(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) { \
         const uint8_t *b = (const uint8_t *)base;                                         \
         C *o = (C *)out;                                                                  \
         int64_t i = 0;                                                                    \
         if (stride == 1 && !(e0 & 1)) {                                                   \
+            uint16_t pairs[CONVERT_CHUNK / 2];                                            \
             const uint8_t *q = b + (e0 >> 1);                                             \
-            for (; i + 2 <= n; i += 2) {                                                  \
-                int lo = q[i >> 1] & 0xf, hi = q[i >> 1] >> 4;                            \
-                if (SIGN) { lo = (lo ^ 8) - 8; hi = (hi ^ 8) - 8; }                       \
-                o[i] = (C)lo;                                                             \
-                o[i + 1] = (C)hi;                                                         \
+            for (; i + 2 <= n; ) {                                                        \
+                int64_t m = (n - i) / 2 < CONVERT_CHUNK / 2 ? (n - i) / 2 : CONVERT_CHUNK / 2; \
+                unpack_pairs(q + i / 2, m, pairs, SIGN);                                  \
+                const int8_t *sv = (const int8_t *)pairs;                                 \
+                const uint8_t *uv = (const uint8_t *)pairs;                               \
+                if (SIGN) for (int64_t k = 0; k < 2 * m; k++) o[i + k] = (C)sv[k];        \
+                else for (int64_t k = 0; k < 2 * m; k++) o[i + k] = (C)uv[k];             \
+                i += 2 * m;                                                               \
             }                                                                             \
         }                                                                                 \
         for (; i < n; i++) o[i] = (C)nibble(b, e0 + i * stride, SIGN);                    \

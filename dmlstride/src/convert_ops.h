@@ -1,6 +1,6 @@
 /* The arithmetic between loading and storing, on a staging buffer of n
    values.  Parameters are a single value (step 0) or one per element
-   (step 1). */
+   (step 1); scale and shift have the same step. */
 #ifndef DMLS_CONVERT_OPS_H
 #define DMLS_CONVERT_OPS_H
 
