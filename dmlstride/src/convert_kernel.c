@@ -45,35 +45,82 @@ static const void *params(const convert_job *job, const void *arr, size_t w, int
     return buf;
 }
 
+/* The arithmetic on n staged values, elements j .. j + n - 1 of a row whose
+   parameters start at po.  Blocks of at least MIN_SPAN elements run span by
+   span with one parameter value each; otherwise the values are gathered. */
+#define MIN_SPAN 16
+
+static void apply32(const convert_job *job, float *x, int64_t n, int64_t po, int64_t j,
+                    float *pa, float *pb) {
+    int last = job->ndim - 1;
+    int64_t ps = job->param_strides[last], div = job->param_div[last];
+    int sa, sb;
+    if (ps != 0 && div >= MIN_SPAN) {
+        int64_t blk = j / div, end = (blk + 1) * div - j;
+        const float *s = (const float *)job->scale + po + blk * ps;
+        const float *z = (const float *)job->shift + po + blk * ps;
+        for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {
+            int64_t stop = end < n ? end : n;
+            convert_op32(job->op, x + i, stop - i, s, 0, z, 0);
+            i = stop;
+        }
+        return;
+    }
+    const float *a = params(job, job->scale, sizeof(float), po, j, n, pa, &sa);
+    const float *b = params(job, job->shift, sizeof(float), po, j, n, pb, &sb);
+    convert_op32(job->op, x, n, a, sa, b, sb);
+}
+
+static void apply64(const convert_job *job, double *x, int64_t n, int64_t po, int64_t j,
+                    double *pa, double *pb) {
+    int last = job->ndim - 1;
+    int64_t ps = job->param_strides[last], div = job->param_div[last];
+    int sa, sb;
+    if (ps != 0 && div >= MIN_SPAN) {
+        int64_t blk = j / div, end = (blk + 1) * div - j;
+        const double *s = (const double *)job->scale + po + blk * ps;
+        const double *z = (const double *)job->shift + po + blk * ps;
+        for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {
+            int64_t stop = end < n ? end : n;
+            convert_op64(x + i, stop - i, s, 0, z, 0);
+            i = stop;
+        }
+        return;
+    }
+    const double *a = params(job, job->scale, sizeof(double), po, j, n, pa, &sa);
+    const double *b = params(job, job->shift, sizeof(double), po, j, n, pb, &sb);
+    convert_op64(x, n, a, sa, b, sb);
+}
+
 /* Elements j0 .. j1 - 1 of the row at source element so, destination
-   element do_, parameter index po. */
+   element do_, parameter index po.  When the destination row is contiguous
+   and of the compute type, values are loaded and computed in place there. */
 static void row(const convert_job *job, const char *src, char *dst, int64_t so, int64_t do_,
                 int64_t po, int64_t j0, int64_t j1) {
     int last = job->ndim - 1;
     int64_t ss = job->src_strides[last], ds = job->dst_strides[last];
     union { float f[CONVERT_CHUNK]; double d[CONVERT_CHUNK]; } x, pa, pb;
-    int sa, sb;
     if (job->compute64) {
         convert_load_fn load = convert_load64[job->src_type];
         convert_store_fn store = convert_store64[job->dst_type];
+        int direct = job->dst_type == CONVERT_FLOAT64 && ds == 1;
         for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
             int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
-            load(src, so + j * ss, ss, n, x.d);
-            const double *a = params(job, job->scale, sizeof(double), po, j, n, pa.d, &sa);
-            const double *b = params(job, job->shift, sizeof(double), po, j, n, pb.d, &sb);
-            convert_op64(x.d, n, a, sa, b, sb);
-            store(x.d, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+            double *v = direct ? (double *)dst + do_ + j : x.d;
+            load(src, so + j * ss, ss, n, v);
+            apply64(job, v, n, po, j, pa.d, pb.d);
+            if (!direct) store(v, n, dst, do_ + j * ds, ds, job->lo, job->hi);
         }
     } else {
         convert_load_fn load = convert_load32[job->src_type];
         convert_store_fn store = convert_store32[job->dst_type];
+        int direct = job->dst_type == CONVERT_FLOAT32 && ds == 1;
         for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
             int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
-            load(src, so + j * ss, ss, n, x.f);
-            const float *a = params(job, job->scale, sizeof(float), po, j, n, pa.f, &sa);
-            const float *b = params(job, job->shift, sizeof(float), po, j, n, pb.f, &sb);
-            convert_op32(job->op, x.f, n, a, sa, b, sb);
-            store(x.f, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+            float *v = direct ? (float *)dst + do_ + j : x.f;
+            load(src, so + j * ss, ss, n, v);
+            apply32(job, v, n, po, j, pa.f, pb.f);
+            if (!direct) store(v, n, dst, do_ + j * ds, ds, job->lo, job->hi);
         }
     }
 }

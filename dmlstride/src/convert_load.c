@@ -5,13 +5,18 @@
 #include "convert_rows.h"
 
 /* Plain types: a C conversion (integers round to nearest even, as numpy's
-   astype does).  Unit stride gets its own loop so it vectorises. */
+   astype does).  Unit stride and the small strides of interleaved channels
+   get their own loops, with the stride a constant the compiler can use. */
 #define LOAD(name, T, C)                                                                  \
     static void name(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) { \
         const T *p = (const T *)base + e0;                                                \
         C *o = (C *)out;                                                                  \
         if (stride == 1) {                                                                \
             for (int64_t i = 0; i < n; i++) o[i] = (C)p[i];                               \
+        } else if (stride == 3) {                                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = (C)p[i * 3];                           \
+        } else if (stride == 4) {                                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = (C)p[i * 4];                           \
         } else {                                                                          \
             for (int64_t i = 0; i < n; i++) o[i] = (C)p[i * stride];                      \
         }                                                                                 \
