@@ -26,6 +26,12 @@ _WIDTH = (0, 4, 2, 4, 2, 1, 4, 2, 1, 8, 8, 8, 0, 0)
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
 
 convert_half_select(1)
+convert_stride_select(1)
+
+
+def set_simd_rows(bint allow):
+    """Allow (True) or forbid (False) the SIMD row loaders; return whether any is in use."""
+    return bool(convert_stride_select(allow))
 
 
 def set_hardware_half(bint allow):

@@ -42,3 +42,7 @@ cdef extern from "src/convert_half.h":
     uint16_t convert_f32_to_f16(float f)
     uint16_t convert_f64_to_f16(double d)
     float convert_f16_to_f32(uint16_t h)
+
+
+cdef extern from "src/convert_stride.h":
+    int convert_stride_select(int allow_simd)

@@ -402,3 +402,62 @@ def test_out_dtype_follows_dtype(src, dst):
     x = np.zeros(4, TYPES[src].dtype)
     got = gather(x, BufferTensorDesc(src, [4]), dtype=dst)
     assert got.dtype == TYPES[dst].dtype
+
+
+# ------------------------------------------------------------------------- SIMD row loaders
+
+
+@pytest.mark.parametrize("src", ["UINT8", "FLOAT32"])
+def test_interleaved_channel_rows_simd_and_scalar_agree(src):
+    """Stride-3 rows (NHWC channels) of every length from 1 to 70, with and without SIMD."""
+    from dmlstride import _convert
+
+    rng = np.random.default_rng(3)
+    try:
+        for w in range(1, 71):
+            x = (rng.integers(0, 256, size=(2, w, 3)) if src == "UINT8"
+                 else rng.standard_normal((2, w, 3)) * 1e3).astype(TYPES[src].dtype)
+            pad = np.zeros(2 * w * 3 + 16, x.dtype)
+            pad[: x.size] = x.reshape(-1)
+            desc = BufferTensorDesc(src, [2, 3, w], strides=[3 * w, 1, 3])   # channels interleaved
+            results = []
+            for simd in (True, False):
+                _convert.set_simd_rows(simd)
+                results.append(gather(pad, desc, dtype="float32", scale=[1.0, 0.5, 2.0], axis=1))
+            expected = convert_values(x.transpose(0, 2, 1), src, "FLOAT32", [1.0, 0.5, 2.0], axis=1)
+            _same(results[0], expected)
+            _same(results[1], expected)
+    finally:
+        _convert.set_simd_rows(True)
+
+
+GUARD_SCRIPT = r"""
+import ctypes, mmap, sys
+import numpy as np
+import dmlstride as ds
+
+PAGE = mmap.PAGESIZE
+libc = ctypes.CDLL(None, use_errno=True)
+region = mmap.mmap(-1, 2 * PAGE)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
+assert libc.mprotect(ctypes.c_void_p(addr + PAGE), PAGE, 0) == 0   # the second page: no access
+for name, itemsize in (("uint8", 1), ("float32", 4)):
+    for w in (16, 17, 33, 64):
+        # An NHWC tensor whose last byte is the last byte before the guard page.
+        desc = ds.BufferTensorDesc.from_layout(name, [1, 3, 1, w], "NHWC")
+        need = desc.total_tensor_size_in_bytes
+        start = PAGE - need
+        view = memoryview(region)[start:PAGE]
+        out = ds.gather(view, desc, dtype="float32", scale=2.0, check_alignment=False)
+        assert out.shape == (1, 3, 1, w)
+        view.release()
+print("ok")
+"""
+
+
+def test_simd_rows_read_nothing_past_the_tensor(tmp_path):
+    """A tensor ending right before an inaccessible page: any read past it would crash."""
+    from subproc import run_python
+
+    proc = run_python(["-c", GUARD_SCRIPT], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr

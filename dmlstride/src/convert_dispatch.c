@@ -29,3 +29,33 @@ int convert_half_select(int allow_hardware) {
     convert_half.hardware = 0;
     return 0;
 }
+
+/* Interleaved channel rows. */
+#include "convert_stride.h"
+
+static int64_t u8_stride3_none(const uint8_t *p, int64_t n, float *out) {
+    (void)p; (void)n; (void)out;
+    return 0;
+}
+static int64_t f32_stride3_none(const float *p, int64_t n, float *out) {
+    (void)p; (void)n; (void)out;
+    return 0;
+}
+
+convert_stride_ops convert_stride = {u8_stride3_none, f32_stride3_none};
+
+int convert_stride_select(int allow_simd) {
+    convert_stride.u8_stride3 = u8_stride3_none;
+    convert_stride.f32_stride3 = f32_stride3_none;
+#if CONVERT_HAVE_X86_SIMD
+    if (allow_simd) {
+        convert_stride.f32_stride3 = convert_f32_stride3_sse2;
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("ssse3")) convert_stride.u8_stride3 = convert_u8_stride3_ssse3;
+        return 1;
+    }
+#else
+    (void)allow_simd;
+#endif
+    return 0;
+}

@@ -3,6 +3,7 @@
 
 #include "convert_half.h"
 #include "convert_rows.h"
+#include "convert_stride.h"
 
 /* Plain types: a C conversion (integers round to nearest even, as numpy's
    astype does).  Unit stride and the small strides of interleaved channels
@@ -36,6 +37,19 @@
 
 LOADS(32, float)
 LOADS(64, double)
+
+/* Into float, stride 3 (interleaved channels): a SIMD prefix, then the loop. */
+static void load_u8_32_simd(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) {
+    int64_t done = 0;
+    if (stride == 3) done = convert_stride.u8_stride3((const uint8_t *)base + e0, n, (float *)out);
+    load_u8_32(base, e0 + done * stride, stride, n - done, (float *)out + done);
+}
+
+static void load_f32_32_simd(const char *base, int64_t e0, int64_t stride, int64_t n, void *out) {
+    int64_t done = 0;
+    if (stride == 3) done = convert_stride.f32_stride3((const float *)base + e0, n, (float *)out);
+    load_f32_32(base, e0 + done * stride, stride, n - done, (float *)out + done);
+}
 
 /* 4-bit: nibbles, INT4 sign-extended. */
 static inline int nibble(const uint8_t *b, int64_t e, int sign) {
@@ -110,7 +124,7 @@ static void load_f16_64(const char *base, int64_t e0, int64_t stride, int64_t n,
 }
 
 const convert_load_fn convert_load32[CONVERT_NTYPES] = {
-    0, load_f32_32, load_f16_32, load_u32_32, load_u16_32, load_u8_32, load_i32_32,
+    0, load_f32_32_simd, load_f16_32, load_u32_32, load_u16_32, load_u8_32_simd, load_i32_32,
     load_i16_32, load_i8_32, load_f64_32, load_u64_32, load_i64_32, load_u4_32, load_i4_32,
 };
 
