@@ -49,8 +49,8 @@ typedef struct {
     int nthreads;                        /* >= 1; 4-bit destinations always use 1 */
 } convert_job;
 
-/* Run the job; 0 on success, -1 if a worker thread could not start (the
-   work is then done on the calling thread, so the result is complete). */
+/* Run the job (always completely: threads that cannot start leave their
+   share to the caller); returns 0. */
 int convert_run(const convert_job *job, const char *src, char *dst);
 
 #endif

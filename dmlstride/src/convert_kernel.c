@@ -9,6 +9,9 @@
 
 #ifndef DMLSTRIDE_NO_THREADS
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #endif
 
 /* Elements per task: a row segment. */
@@ -162,17 +165,71 @@ static void run_tasks(const convert_job *job, const char *src, char *dst, int64_
 }
 
 #ifndef DMLSTRIDE_NO_THREADS
+/* Threads take tasks in small groups from a shared counter, so a thread
+   that starts late (a busy machine) finds the work already done instead of
+   holding the caller up.  The shared state lives on the heap and is freed
+   by whoever leaves it last; a late thread touches nothing else. */
 typedef struct {
-    const convert_job *job;
+    convert_job job;
     const char *src;
     char *dst;
-    int64_t t0, t1;
-} task_range;
+    int64_t tasks, grain;
+    atomic_llong next;      /* first task not yet claimed */
+    atomic_llong done;      /* tasks finished */
+    atomic_int refs;
+} shared_work;
+
+static void work(shared_work *sh) {
+    for (;;) {
+        int64_t t0 = atomic_fetch_add(&sh->next, sh->grain);
+        if (t0 >= sh->tasks) break;
+        int64_t t1 = t0 + sh->grain < sh->tasks ? t0 + sh->grain : sh->tasks;
+        run_tasks(&sh->job, sh->src, sh->dst, t0, t1);
+        atomic_fetch_add(&sh->done, t1 - t0);
+    }
+}
+
+static void leave(shared_work *sh) {
+    if (atomic_fetch_sub(&sh->refs, 1) == 1) free(sh);
+}
 
 static void *worker(void *arg) {
-    task_range *r = (task_range *)arg;
-    run_tasks(r->job, r->src, r->dst, r->t0, r->t1);
+    shared_work *sh = (shared_work *)arg;
+    work(sh);
+    leave(sh);
     return NULL;
+}
+
+/* Run the tasks on up to nt threads (the caller included); 0, or -1 if no
+   memory for the shared state (then nothing was done). */
+static int run_parallel(const convert_job *job, const char *src, char *dst, int64_t tasks, int nt) {
+    shared_work *sh = (shared_work *)malloc(sizeof(shared_work));
+    if (sh == NULL) return -1;
+    sh->job = *job;
+    sh->src = src;
+    sh->dst = dst;
+    sh->tasks = tasks;
+    sh->grain = tasks / ((int64_t)nt * 16);
+    if (sh->grain < 1) sh->grain = 1;
+    atomic_init(&sh->next, 0);
+    atomic_init(&sh->done, 0);
+    atomic_init(&sh->refs, 1);
+    pthread_attr_t attr;
+    int have_attr = pthread_attr_init(&attr) == 0 &&
+                    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+    for (int i = 1; have_attr && i < nt; i++) {
+        pthread_t th;
+        atomic_fetch_add(&sh->refs, 1);
+        if (pthread_create(&th, &attr, worker, sh) != 0) {
+            atomic_fetch_sub(&sh->refs, 1);
+            break;   /* fewer helpers: the caller does the rest */
+        }
+    }
+    if (have_attr) pthread_attr_destroy(&attr);
+    work(sh);
+    while (atomic_load(&sh->done) < tasks) sched_yield();
+    leave(sh);
+    return 0;
 }
 #endif
 
@@ -187,29 +244,7 @@ int convert_run(const convert_job *job, const char *src, char *dst) {
     if (nt > tasks) nt = (int)tasks;
     if (nt > 64) nt = 64;
 #ifndef DMLSTRIDE_NO_THREADS
-    if (nt > 1) {
-        pthread_t th[64];
-        task_range rg[64];
-        int started[64];
-        int failed = 0;
-        for (int i = 0; i < nt; i++) {
-            rg[i].job = job;
-            rg[i].src = src;
-            rg[i].dst = dst;
-            rg[i].t0 = tasks * i / nt;
-            rg[i].t1 = tasks * (i + 1) / nt;
-        }
-        for (int i = 1; i < nt; i++) {
-            started[i] = pthread_create(&th[i], NULL, worker, &rg[i]) == 0;
-            if (!started[i]) failed = 1;
-        }
-        run_tasks(job, src, dst, rg[0].t0, rg[0].t1);
-        for (int i = 1; i < nt; i++) {
-            if (started[i]) pthread_join(th[i], NULL);
-            else run_tasks(job, src, dst, rg[i].t0, rg[i].t1);
-        }
-        return failed ? -1 : 0;
-    }
+    if (nt > 1 && run_parallel(job, src, dst, tasks, nt) == 0) return 0;
 #endif
     run_tasks(job, src, dst, 0, tasks);
     return 0;
