@@ -41,8 +41,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import dmlstride as ds  # noqa: E402
+try:
+    import dmlstride as ds
+except ImportError:  # not installed: use the package beside this folder (an in-place build)
+    sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+    import dmlstride as ds
 
 
 def _optional(name: str) -> Any:
