@@ -66,6 +66,16 @@ class Case:
         #: peer -> the dmlstride contestant its ratio is taken against
         self.against: dict[str, str] = {}
 
+    def add_base(self, run_ds: Callable[[], Any], run_np: Callable[[], Any], out_ds: np.ndarray,
+                 out_np: np.ndarray) -> None:
+        """dmlstride and numpy, after checking that they give the same bytes."""
+        run_ds()
+        run_np()
+        assert out_ds.tobytes() == out_np.tobytes(), "dmlstride and numpy differ"
+        self.runs["dmlstride"] = run_ds
+        self.runs["numpy"] = run_np
+        self.against["numpy"] = "dmlstride"
+
 
 def image_case(n: int, threads: int, torch: Any, cv2: Any) -> Case:
     rng = np.random.default_rng(0)
@@ -90,12 +100,7 @@ def image_case(n: int, threads: int, torch: Any, cv2: Any) -> Case:
         np.multiply(img.transpose(0, 3, 1, 2), s3, out=out_np)
         np.add(out_np, b3, out=out_np)
 
-    run_ds()
-    run_np()
-    assert out_ds.tobytes() == out_np.tobytes(), "dmlstride and numpy differ"
-    case.runs["dmlstride"] = run_ds
-    case.runs["numpy"] = run_np
-    case.against["numpy"] = "dmlstride"
+    case.add_base(run_ds, run_np, out_ds, out_np)
 
     if torch is not None:
         t_img = torch.from_numpy(img)
@@ -178,12 +183,7 @@ def int4_case(rows: int, cols: int, threads: int, dtype: str, onnx: Any, ort: An
         y = sext.reshape(rows, cols // block, block).astype(np.float32) * s32[:, :, None]
         np.copyto(out_np, y.reshape(rows, cols), casting="same_kind")
 
-    run_ds()
-    run_np()
-    assert out_ds.tobytes() == out_np.tobytes(), "dmlstride and numpy differ"
-    case.runs["dmlstride"] = run_ds
-    case.runs["numpy"] = run_np
-    case.against["numpy"] = "dmlstride"
+    case.add_base(run_ds, run_np, out_ds, out_np)
 
     if onnx is not None and ort is not None:
         from onnx import TensorProto
@@ -224,12 +224,7 @@ def half_case(n: int, threads: int, torch: Any) -> Case:
     def run_np() -> None:
         np.copyto(out_np, x.transpose(0, 3, 1, 2), casting="same_kind")
 
-    run_ds()
-    run_np()
-    assert out_ds.tobytes() == out_np.tobytes(), "dmlstride and numpy differ"
-    case.runs["dmlstride"] = run_ds
-    case.runs["numpy"] = run_np
-    case.against["numpy"] = "dmlstride"
+    case.add_base(run_ds, run_np, out_ds, out_np)
     if torch is not None:
         t_x = torch.from_numpy(x)
         t_out = torch.empty(sizes, dtype=torch.float16)

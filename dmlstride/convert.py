@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from . import _convert, _engine
 from ._checks import as_int, packed_strides
-from .copy import _check_desc, _check_offset, _refuse_overlapping_destination
+from .copy import _check_desc, _check_offset, _check_out, _refuse_overlapping_destination
 from .copy import gather as _plain_gather
 from .datatypes import TensorDataType, data_type, numpy_dtype
 from .descriptor import BufferTensorDesc
@@ -100,19 +100,6 @@ def _buffer_fits(buffer: Any, offset: int, need: int, name: str) -> bool:
             f"{name} too small; expected at least {offset + need} bytes (offset {offset} + {need}), got {nbytes}"
         )
     return bool(readonly)
-
-
-def _check_out(out: Any, sizes: tuple[int, ...], dtype: np.dtype[Any]) -> None:
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray, not {type(out).__name__}")
-    if out.shape != sizes:
-        raise ValueError(f"out has shape {out.shape}; expected {sizes}")
-    if out.dtype != dtype:
-        raise TypeError(f"out has dtype {out.dtype}; expected {dtype}")
-    if not out.flags.c_contiguous:
-        raise BufferError("out is not C-contiguous; expected a C-contiguous array")
-    if not out.flags.writeable:
-        raise BufferError("out is read-only; expected a writable array")
 
 
 class _Params:
@@ -321,7 +308,7 @@ def _gather_converted(
     params = _affine_params(scale, bias, axis, desc.sizes, compute64)
     ndt = numpy_dtype(dst_t)
     if out is not None:
-        _check_out(out, desc.sizes, ndt)
+        _check_out(out, desc, ndt)
     _buffer_fits(buffer, off, desc.total_tensor_size_in_bytes, "buffer")
     result = np.empty(desc.sizes, ndt) if out is None else out
     packed = packed_strides(desc.sizes)
@@ -594,7 +581,7 @@ def dequantize(
     params = _quant_params(scale, zero_point, axis, block_size, desc.sizes, qtype)
     ndt = numpy_dtype(out_t)
     if out is not None:
-        _check_out(out, desc.sizes, ndt)
+        _check_out(out, desc, ndt)
     _buffer_fits(buffer, off, desc.total_tensor_size_in_bytes, "buffer")
     result = np.empty(desc.sizes, ndt) if out is None else out
     packed = packed_strides(desc.sizes)

@@ -6,6 +6,13 @@
 static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 
+/* m >> shift, rounded to nearest even (a subnormal float16's significand). */
+static uint16_t shift_round(uint64_t m, unsigned shift) {
+    uint64_t k = m >> shift, rem = m & ((1ull << shift) - 1u), half = 1ull << (shift - 1u);
+    if (rem > half || (rem == half && (k & 1u))) k++;
+    return (uint16_t)k;
+}
+
 uint16_t convert_f32_to_f16(float f) {
     uint32_t u = f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -19,10 +26,7 @@ uint16_t convert_f32_to_f16(float f) {
     if (a < 0x38800000u) {                        /* below 2**-14: subnormal or zero */
         if (a <= 0x33000000u) return sign;        /* <= 2**-25: ties to zero */
         uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126u - e;                /* 14 .. 24 */
-        uint32_t k = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (k & 1u))) k++;
-        return sign | (uint16_t)k;
+        return sign | shift_round(m, 126u - e);   /* shift 14 .. 24 */
     }
     uint32_t r = a - 0x38000000u;                 /* rebias 127 -> 15 */
     r += 0xfffu + ((r >> 13) & 1u);               /* round to nearest even */
@@ -42,10 +46,7 @@ uint16_t convert_f64_to_f16(double d) {
     if (a < 0x3f10000000000000ull) {                         /* below 2**-14 */
         if (a <= 0x3e60000000000000ull) return sign;         /* <= 2**-25 */
         uint64_t e = a >> 52, m = (a & 0xfffffffffffffull) | 0x10000000000000ull;
-        uint64_t shift = 1051u - e;                          /* 43 .. 53 */
-        uint64_t k = m >> shift, rem = m & ((1ull << shift) - 1u), half = 1ull << (shift - 1u);
-        if (rem > half || (rem == half && (k & 1u))) k++;
-        return sign | (uint16_t)k;
+        return sign | shift_round(m, (unsigned)(1051u - e));   /* shift 43 .. 53 */
     }
     uint64_t r = a - 0x3f00000000000000ull;                  /* rebias 1023 -> 15 */
     r += 0x1ffffffffffull + ((r >> 42) & 1u);

@@ -53,47 +53,30 @@ static const void *params(const convert_job *job, const void *arr, size_t w, int
    span with one parameter value each; otherwise the values are gathered. */
 #define MIN_SPAN 16
 
-static void apply32(const convert_job *job, float *x, int64_t n, int64_t po, int64_t j,
-                    float *pa, float *pb) {
-    int last = job->ndim - 1;
-    int64_t ps = job->param_strides[last], div = job->param_div[last];
-    int sa, sb;
-    if (ps != 0 && div >= MIN_SPAN) {
-        int64_t blk = j / div, end = (blk + 1) * div - j;
-        const float *s = (const float *)job->scale + po + blk * ps;
-        const float *z = (const float *)job->shift + po + blk * ps;
-        for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {
-            int64_t stop = end < n ? end : n;
-            convert_op32(job->op, x + i, stop - i, s, 0, z, 0);
-            i = stop;
-        }
-        return;
+#define DEFINE_APPLY(name, T, OP)                                                          \
+    static void name(const convert_job *job, T *x, int64_t n, int64_t po, int64_t j, T *pa, T *pb) { \
+        int last = job->ndim - 1;                                                          \
+        int64_t ps = job->param_strides[last], div = job->param_div[last];                 \
+        int sa, sb;                                                                        \
+        if (ps != 0 && div >= MIN_SPAN) {                                                  \
+            int64_t blk = j / div, end = (blk + 1) * div - j;                              \
+            const T *s = (const T *)job->scale + po + blk * ps;                            \
+            const T *z = (const T *)job->shift + po + blk * ps;                            \
+            for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {                     \
+                int64_t stop = end < n ? end : n;                                          \
+                OP(x + i, stop - i, s, 0, z, 0);                                           \
+                i = stop;                                                                  \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
+        const T *a = params(job, job->scale, sizeof(T), po, j, n, pa, &sa);                \
+        const T *b = params(job, job->shift, sizeof(T), po, j, n, pb, &sb);                \
+        OP(x, n, a, sa, b, sb);                                                            \
     }
-    const float *a = params(job, job->scale, sizeof(float), po, j, n, pa, &sa);
-    const float *b = params(job, job->shift, sizeof(float), po, j, n, pb, &sb);
-    convert_op32(job->op, x, n, a, sa, b, sb);
-}
 
-static void apply64(const convert_job *job, double *x, int64_t n, int64_t po, int64_t j,
-                    double *pa, double *pb) {
-    int last = job->ndim - 1;
-    int64_t ps = job->param_strides[last], div = job->param_div[last];
-    int sa, sb;
-    if (ps != 0 && div >= MIN_SPAN) {
-        int64_t blk = j / div, end = (blk + 1) * div - j;
-        const double *s = (const double *)job->scale + po + blk * ps;
-        const double *z = (const double *)job->shift + po + blk * ps;
-        for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {
-            int64_t stop = end < n ? end : n;
-            convert_op64(x + i, stop - i, s, 0, z, 0);
-            i = stop;
-        }
-        return;
-    }
-    const double *a = params(job, job->scale, sizeof(double), po, j, n, pa, &sa);
-    const double *b = params(job, job->shift, sizeof(double), po, j, n, pb, &sb);
-    convert_op64(x, n, a, sa, b, sb);
-}
+#define OP32(...) convert_op32(job->op, __VA_ARGS__)
+DEFINE_APPLY(apply32, float, OP32)
+DEFINE_APPLY(apply64, double, convert_op64)
 
 /* Elements j0 .. j1 - 1 of the row at source element so, destination
    element do_, parameter index po.  When the destination row is contiguous
