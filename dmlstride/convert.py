@@ -143,7 +143,7 @@ def _affine_params(
     if per_axis:
         assert ax is not None
         strides[ax] = 1
-        arrays = [np.broadcast_to(a, (sizes[ax],)) for a in arrays]
+        arrays = [a if a.ndim else np.full(sizes[ax], a) for a in arrays]
     # ct(value): each parameter rounded once to the compute type, as numpy would.
     s, b = (np.ascontiguousarray(a.astype(ct).reshape(-1)) for a in arrays)
     return _Params(s, b, strides, [1] * ndim)
@@ -176,7 +176,7 @@ def _quant_params(
                 f"(ceil({sizes[ax]} / {bs}) = {blocks} blocks)"
             )
         strides = [0 if w == 1 else p for w, p in zip(want, packed_strides(want))]
-        div[ax] = bs
+        div[ax] = min(bs, sizes[ax])   # a block longer than the axis is the whole axis
     elif s.ndim == 0 or (s.ndim == 1 and s.shape[0] == 1):
         pass  # per tensor: axis is not used
     elif s.ndim == 1:

@@ -185,3 +185,12 @@ def test_dequantize_out():
     res = dequantize(bytes([1, 2, 3, 4]), desc, [1.0, 0.5], [1, 0], axis=1, dtype="float16", out=out)
     assert res is out
     assert out.tolist() == [[0.0, 1.0], [2.0, 2.0]]
+
+
+def test_a_block_longer_than_the_axis_is_the_whole_axis():
+    desc = BufferTensorDesc("uint8", [2, 3])
+    raw = bytes([1, 2, 3, 4, 5, 6]) + bytes(10)
+    scale = np.array([[0.5], [2.0]], np.float32)
+    for block in (3, 4, 2**50):
+        got = dequantize(raw, desc, scale, axis=1, block_size=block)
+        assert got.tolist() == [[0.5, 1.0, 1.5], [8.0, 10.0, 12.0]]
