@@ -194,3 +194,27 @@ def test_a_block_longer_than_the_axis_is_the_whole_axis():
     for block in (3, 4, 2**50):
         got = dequantize(raw, desc, scale, axis=1, block_size=block)
         assert got.tolist() == [[0.5, 1.0, 1.5], [8.0, 10.0, 12.0]]
+
+
+def test_large_blocked_int4_with_threads():
+    """Enough elements to be split between threads (nibble destinations stay on one thread)."""
+    import dmlstride
+
+    rows, cols, block = 64, 4096, 32
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((rows, cols)).astype(np.float32)
+    scale = (np.abs(w).reshape(rows, cols // block, block).max(axis=2) / 7 + 1e-3).astype(np.float32)
+    zp = rng.integers(-2, 3, size=scale.shape).astype(np.int8)
+    desc = BufferTensorDesc("int4", [rows, cols])
+    threads = dmlstride.get_num_threads()
+    try:
+        dmlstride.set_num_threads(4)
+        buf = bytearray(desc.total_tensor_size_in_bytes)
+        quantize(w, desc, buf, scale, zp, axis=1, block_size=block)
+        q = gather_np(buf, "INT4", (rows, cols), None)
+        expected = quantize_values(w, "INT4", scale, zp, 1, block)
+        assert q.tobytes() == expected.tobytes()
+        got = dequantize(bytes(buf), desc, scale, zp, axis=1, block_size=block, dtype="float16")
+        assert got.tobytes() == dequantize_values(expected, scale, zp, 1, block, "FLOAT16").tobytes()
+    finally:
+        dmlstride.set_num_threads(threads)
