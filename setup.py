@@ -56,7 +56,12 @@ if os.environ.get("DMLSTRIDE_NO_THREADS"):
 if os.environ.get("DMLSTRIDE_NO_SIMD"):
     macros.append(("DMLSTRIDE_NO_SIMD", "1"))
 
-C_SOURCES = sorted(glob.glob(os.path.join("dmlstride", "src", "*.c")))
+# The conversion kernels (dmlstride/src/convert*.c, quant*.c): their own extension.
+CONVERT_OWN = sorted(glob.glob("dmlstride/src/convert*.c") + glob.glob("dmlstride/src/quant*.c"))
+# Everything else under dmlstride/src: the engine.
+C_SOURCES = sorted(set(glob.glob("dmlstride/src/*.c")) - set(CONVERT_OWN))
+# The conversions keep their staging in per-thread scratch memory too.
+CONVERT_SOURCES = [*CONVERT_OWN, "dmlstride/src/scratch.c"]
 
 extensions = [
     Extension(
@@ -66,6 +71,16 @@ extensions = [
         depends=sorted(glob.glob(os.path.join("dmlstride", "src", "*.h"))),
         define_macros=macros,
         extra_compile_args=extra_compile,
+        extra_link_args=extra_link,
+    ),
+    Extension(
+        "dmlstride._convert",
+        ["dmlstride/_convert.pyx", *CONVERT_SOURCES],
+        include_dirs=[np.get_include()],
+        depends=sorted(glob.glob("dmlstride/src/convert*.h")),
+        define_macros=macros,
+        # A multiply then an add, never fused: results match numpy's two roundings.
+        extra_compile_args=[*extra_compile, "-ffp-contract=off"] if sys.platform != "win32" else extra_compile,
         extra_link_args=extra_link,
     ),
 ]

@@ -2,7 +2,8 @@
 
 Tensor descriptors (sizes, strides, data type, total size, alignment), the
 exact size calculations, and fast kernels that gather elements from strided
-1-8 D buffers into packed arrays, scatter them back and convert layouts.
+1-8 D buffers into packed arrays, scatter them back and convert layouts, data
+types, scale and bias, quantize and dequantize on the way.
 """
 
 try:
@@ -12,6 +13,7 @@ except ImportError as _exc:
 
     raise engine_import_error(_exc) from None
 
+from .conversion import convert, dequantize, quantize
 from .datatypes import (
     MAX_DIMENSION_COUNT,
     MAX_ELEMENT_COUNT,
@@ -46,8 +48,10 @@ __all__ = [
     "broadcast_strides",
     "calc_buffer_tensor_size",
     "calculate_strides",
+    "convert",
     "copy_tensor",
     "data_type",
+    "dequantize",
     "element_bits",
     "element_bytes",
     "gather",
@@ -55,6 +59,7 @@ __all__ = [
     "layout_names",
     "numpy_dtype",
     "output_cache_info",
+    "quantize",
     "scatter",
     "set_num_threads",
     "set_output_cache",

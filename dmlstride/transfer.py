@@ -21,7 +21,7 @@ from .descriptor import BufferTensorDesc
 from .errors import DescriptorError
 
 if TYPE_CHECKING:
-    from ._typing import BufferLike
+    from ._typing import BufferLike, DataTypeLike
 
 _OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any]")
 
@@ -111,6 +111,10 @@ def gather(
     offset: int = 0,
     out: None = None,
     check_alignment: bool = True,
+    dtype: DataTypeLike | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
+    axis: int | None = None,
 ) -> npt.NDArray[Any]: ...
 @overload
 def gather(
@@ -120,6 +124,10 @@ def gather(
     offset: int = 0,
     out: _OutT,
     check_alignment: bool = True,
+    dtype: DataTypeLike | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
+    axis: int | None = None,
 ) -> _OutT: ...
 def gather(
     buffer: BufferLike,
@@ -128,6 +136,10 @@ def gather(
     offset: int = 0,
     out: np.ndarray[Any, Any] | None = None,
     check_alignment: bool = True,
+    dtype: DataTypeLike | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
+    axis: int | None = None,
 ) -> np.ndarray[Any, Any]:
     """Read the tensor ``desc`` describes, ``offset`` bytes into ``buffer``, into a packed array.
 
@@ -146,13 +158,22 @@ def gather(
         ``numpy_dtype(desc.data_type)`` to fill.
     check_alignment : bool, optional
         ``False`` relaxes only the alignment rule for ``offset``; bounds are always checked.
+    dtype : data-type-like, optional
+        With ``dtype``, ``scale`` or ``bias`` given, the result holds
+        ``x * scale + bias`` converted to ``dtype`` (default: the descriptor's
+        type) as :func:`dmlstride.convert` converts; ``out`` then has dtype
+        ``numpy_dtype(dtype)``.
+    scale, bias : float or 1-D array-like, optional
+        Scalars, or 1-D of length ``desc.sizes[axis]`` (per channel).
+    axis : int, optional
+        The dimension 1-D ``scale`` and ``bias`` run along.
 
     Returns
     -------
     numpy.ndarray
         Shape ``desc.sizes``, C order, dtype ``numpy_dtype(desc.data_type)``
-        (``out`` itself when given).  4-bit types unpack to one element per
-        byte (INT4 sign-extended).
+        (or of ``dtype``; ``out`` itself when given).  4-bit types unpack to
+        one element per byte (INT4 sign-extended).
 
     Raises
     ------
@@ -173,7 +194,19 @@ def gather(
     >>> d = BufferTensorDesc("uint8", [2, 3], strides=[5, 1])
     >>> gather(buf, d).tobytes()
     b'ABCDEF'
+    >>> gather(buf, d, dtype="float32", scale=0.5, bias=[0, 100], axis=0).tolist()
+    [[32.5, 33.0, 33.5], [134.0, 134.5, 135.0]]
     """
+    if dtype is not None or scale is not None or bias is not None:
+        from .conversion import _gather_converted
+
+        return _gather_converted(buffer, desc, offset, out, check_alignment, dtype, scale, bias, axis)
+    if axis is not None:
+        _check_desc(desc)
+        as_int(axis, "axis")
+        if not -desc.dimension_count <= axis < desc.dimension_count:
+            n = desc.dimension_count
+            raise ValueError(f"axis is {axis}; expected -{n} to {n - 1} for a {n}-D tensor")
     result = _engine.gather_fast(buffer, desc, offset, out, check_alignment)
     if result is not None:
         return result

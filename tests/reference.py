@@ -484,3 +484,104 @@ def random_values(info: TypeInfo, sizes: tuple[int, ...], seed: int) -> np.ndarr
         lo, hi = NIBBLE_RANGE[info.name]
         return rng.integers(lo, hi + 1, size=sizes).astype(info.dtype)
     return np.frombuffer(rng.bytes(count * info.dtype.itemsize), dtype=info.dtype).reshape(sizes).copy()
+
+
+# --------------------------------------------------------------------------------------
+# conversion, quantization and dequantization: the written formulas in numpy
+
+#: Types whose presence makes convert's arithmetic float64.
+COMPUTE64_NAMES = {"FLOAT64", "INT64", "UINT64", "INT32", "UINT32"}
+FLOAT_NAMES = {"FLOAT16", "FLOAT32", "FLOAT64"}
+#: Saturation range of each integer type.
+INT_RANGES = {
+    "UINT4": (0, 15), "INT4": (-8, 7), "UINT8": (0, 255), "INT8": (-128, 127),
+    "UINT16": (0, 2**16 - 1), "INT16": (-(2**15), 2**15 - 1),
+    "UINT32": (0, 2**32 - 1), "INT32": (-(2**31), 2**31 - 1),
+    "UINT64": (0, 2**64 - 1), "INT64": (-(2**63), 2**63 - 1),
+}
+
+
+def compute_type(src: str, dst: str) -> type:
+    """float64 when either type is FLOAT64, INT64, UINT64, INT32 or UINT32, else float32."""
+    return np.float64 if src in COMPUTE64_NAMES or dst in COMPUTE64_NAMES else np.float32
+
+
+def _along(values: Any, ct: type, ndim: int, axis: int | None) -> np.ndarray:
+    """A scalar, or a 1-D parameter shaped to broadcast along ``axis``."""
+    arr = np.asarray(values).astype(ct)
+    if arr.ndim == 1:
+        assert axis is not None
+        shape = [1] * ndim
+        shape[axis] = arr.shape[0]
+        arr = arr.reshape(shape)
+    return arr
+
+
+def round_to_type(y: np.ndarray, dst: str) -> np.ndarray:
+    """Round compute-type values to ``dst``: floats to nearest even (numpy's astype);
+    integers half to even, NaN to 0, saturated to the type's range (4-bit: one per byte)."""
+    info = TYPES[dst]
+    if dst in FLOAT_NAMES:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return y.astype(info.dtype)
+    lo, hi = INT_RANGES[dst]
+    r = np.rint(np.where(np.isnan(y), 0, y)).astype(np.float64)
+    out = np.zeros(y.shape, dtype=info.dtype)
+    high = r >= float(hi) if hi < 2**53 else r >= float(2**64 if dst == "UINT64" else 2**63)
+    low = r <= float(lo)
+    mid = ~(high | low)
+    out[high] = hi
+    out[low] = lo
+    out[mid] = r[mid].astype(info.dtype)
+    return out
+
+
+def convert_values(x: np.ndarray, src: str, dst: str, scale: Any = None, bias: Any = None,
+                   axis: int | None = None) -> np.ndarray:
+    """``x.astype(ct) * ct(scale) + ct(bias)`` rounded to ``dst``; ``x`` holds unpacked values."""
+    ct = compute_type(src, dst)
+    s = _along(1 if scale is None else scale, ct, x.ndim, axis)
+    b = _along(0 if bias is None else bias, ct, x.ndim, axis)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x.astype(ct) * s + b
+    return round_to_type(y.astype(ct), dst)
+
+
+def _param_grid(p: Any, sizes: tuple[int, ...], axis: int, block_size: int) -> np.ndarray:
+    """A quantization parameter expanded to the tensor's shape (per tensor, axis or block)."""
+    arr = np.asarray(p)
+    if arr.ndim == 0 or arr.size == 1 and block_size == 0:
+        return np.broadcast_to(arr.reshape(()), sizes)
+    if block_size == 0:
+        shape = [1] * len(sizes)
+        shape[axis] = arr.shape[0]
+        return np.broadcast_to(arr.reshape(shape), sizes)
+    return np.repeat(arr, block_size, axis=axis).take(np.arange(sizes[axis]), axis=axis)
+
+
+def quantize_values(x: Any, qtype: str, scale: Any, zero_point: Any = None, axis: int = 1,
+                    block_size: int = 0) -> np.ndarray:
+    """saturate(rint(x / scale) + zero_point), the division in float32, NaN giving the zero point."""
+    x32 = np.asarray(x).astype(np.float32)
+    sizes = x32.shape
+    axis %= len(sizes)
+    s = _param_grid(np.asarray(scale).astype(np.float32), sizes, axis, block_size)
+    z = _param_grid(np.asarray(0 if zero_point is None else zero_point).astype(np.int64), sizes, axis,
+                    block_size)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        q = np.rint(x32 / s)
+    q = np.where(np.isnan(q), 0, q).astype(np.float64) + z
+    lo, hi = INT_RANGES[qtype]
+    return np.clip(q, lo, hi).astype(TYPES[qtype].dtype)
+
+
+def dequantize_values(q: Any, scale: Any, zero_point: Any = None, axis: int = 1, block_size: int = 0,
+                      dtype: str = "FLOAT32") -> np.ndarray:
+    """(x - zero_point) * scale in float32, rounded to ``dtype``."""
+    q = np.asarray(q)
+    sizes = q.shape
+    axis %= len(sizes)
+    s = _param_grid(np.asarray(scale).astype(np.float32), sizes, axis, block_size)
+    z = _param_grid(np.asarray(0 if zero_point is None else zero_point), sizes, axis, block_size)
+    y = (q.astype(np.float32) - z.astype(np.float32)) * s
+    return y.astype(TYPES[dtype].dtype)

@@ -6,8 +6,9 @@ that no buffer was written: a refused call leaves each buffer, source array
 and ``out`` array byte-for-byte as it was.
 
 The table covers ``BufferTensorDesc`` and its methods, the size functions,
-``gather``, ``scatter``, ``copy_tensor``, ``view``, ``set_num_threads`` and the
-command line (``dmlstride.cli.main``: exit status 2 and one line on stderr).
+``gather`` (also with ``dtype``/``scale``/``bias``), ``scatter``,
+``copy_tensor``, ``view``, ``convert``, ``quantize``, ``dequantize``,
+``set_num_threads`` and the command line (``dmlstride.cli.main``: exit status 2 and one line on stderr).
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ from dmlstride import (
     broadcast_strides,
     calc_buffer_tensor_size,
     calculate_strides,
+    convert,
     copy_tensor,
+    dequantize,
     gather,
+    quantize,
     scatter,
     view,
 )
@@ -131,6 +135,7 @@ def cli(*argv: str) -> Callable[[Buffers], Any]:
 # Shared descriptors.
 U8_2x3 = BufferTensorDesc("uint8", [2, 3])                       # 8 bytes
 U8_2x3_T = BufferTensorDesc("uint8", [3, 2])
+F32_2x3 = BufferTensorDesc("float32", [2, 3])                    # 24 bytes
 U4_6 = BufferTensorDesc("uint4", [6])
 I4_2 = BufferTensorDesc("int4", [2])
 # A valid descriptor (size below 2**64) whose extent is far beyond any buffer.
@@ -502,6 +507,127 @@ CASES: list[Case] = [
     Case("view-noncontiguous-ndarray", lambda b: view(b.strided, U8_2x3), BufferError, "contiguous"),
     Case("view-extent-2**64", lambda b: view(b.by, F32_HUGE), BufferError, "too small"),
     Case("view-8-dims-total-near-2**63", lambda b: view(b.by, F64_8D_2_63), BufferError, "too small"),
+    # ------------------------------------------------------------------ gather with conversion
+    Case("gather-dtype-bad-name", lambda b: gather(b.by, U8_2x3, dtype="float33"), DescriptorError, "'float33'"),
+    Case("gather-dtype-unknown", lambda b: gather(b.by, U8_2x3, dtype=0), DescriptorError, "UNKNOWN"),
+    Case("gather-dtype-float", lambda b: gather(b.by, U8_2x3, dtype=1.5), TypeError, "dtype"),
+    Case("gather-scale-string", lambda b: gather(b.by, U8_2x3, scale="2"), TypeError, "scale must be"),
+    Case("gather-scale-complex", lambda b: gather(b.by, U8_2x3, scale=1j), TypeError, "scale has dtype"),
+    Case("gather-scale-bool", lambda b: gather(b.by, U8_2x3, scale=True), TypeError, "scale has dtype bool"),
+    Case("gather-scale-2d", lambda b: gather(b.by, U8_2x3, scale=np.ones((2, 3)), axis=1), ValueError,
+         "scale is 2-D"),
+    Case("gather-scale-wrong-length", lambda b: gather(b.by, U8_2x3, scale=[1, 2], axis=1), ValueError,
+         "scale has length 2; expected sizes[1] = 3"),
+    Case("gather-scale-1d-without-axis", lambda b: gather(b.by, U8_2x3, scale=[1, 2, 3]), ValueError, "axis="),
+    Case("gather-bias-wrong-length", lambda b: gather(b.by, U8_2x3, bias=[1, 2, 3], axis=0), ValueError,
+         "bias has length 3"),
+    Case("gather-axis-out-of-range", lambda b: gather(b.by, U8_2x3, scale=2.0, axis=2), ValueError, "axis is 2"),
+    Case("gather-axis-negative-out-of-range", lambda b: gather(b.by, U8_2x3, scale=2.0, axis=-3), ValueError,
+         "axis is -3"),
+    Case("gather-axis-float", lambda b: gather(b.by, U8_2x3, scale=2.0, axis=1.0), TypeError,
+         "axis must be an integer"),
+    Case("gather-axis-alone-out-of-range", lambda b: gather(b.by, U8_2x3, axis=5), ValueError, "axis is 5"),
+    Case("gather-convert-out-dtype", lambda b: gather(b.by, U8_2x3, dtype="float32", out=b.out), TypeError,
+         "out has dtype uint8"),
+    Case("gather-convert-out-readonly", lambda b: gather(b.by, U8_2x3, scale=2.0, out=b.out_ro), BufferError,
+         "read-only"),
+    Case("gather-convert-too-small", lambda b: gather(b.small, U8_2x3, dtype="float32"), BufferError, "too small"),
+    Case("gather-convert-object-buffer",
+         lambda b: gather(np.array(list(range(8)), dtype=object), U8_2x3, dtype="float32"), TypeError,
+         "Python objects"),
+    Case("gather-convert-offset-misaligned", lambda b: gather(b.by, U8_2x3, offset=3, scale=1.0),
+         DescriptorError, "multiple of 16"),
+    # ------------------------------------------------------------------ convert
+    Case("convert-sizes-differ", lambda b: convert(b.by, U8_2x3, b.ba, U8_2x3_T), DescriptorError, "differ"),
+    Case("convert-dst-readonly", lambda b: convert(b.by, U8_2x3, b.np_ro, F32_2x3), BufferError, "read-only"),
+    Case("convert-dst-overlapping", lambda b: convert(b.by, U8_2x3, b.ba, BufferTensorDesc("float32", [2, 3], [0, 1])),
+         DescriptorError, "overlapping"),
+    Case("convert-src-too-small", lambda b: convert(b.small, U8_2x3, b.ba, F32_2x3), BufferError, "too small"),
+    Case("convert-dst-too-small", lambda b: convert(b.by, U8_2x3, b.small, F32_2x3), BufferError, "too small"),
+    Case("convert-src-object-buffer",
+         lambda b: convert(np.array(list(range(8)), dtype=object), U8_2x3, b.ba, F32_2x3), TypeError,
+         "Python objects"),
+    Case("convert-src-not-buffer", lambda b: convert([1, 2, 3], U8_2x3, b.ba, F32_2x3), TypeError,
+         "buffer protocol"),
+    Case("convert-scale-wrong-length", lambda b: convert(b.by, U8_2x3, b.ba, F32_2x3, scale=[1.0] * 4, axis=1),
+         ValueError, "scale has length 4"),
+    Case("convert-axis-out-of-range", lambda b: convert(b.by, U8_2x3, b.ba, F32_2x3, bias=1.0, axis=7),
+         ValueError, "axis is 7"),
+    Case("convert-dst-offset-misaligned", lambda b: convert(b.by, U8_2x3, b.ba, F32_2x3, dst_offset=8),
+         DescriptorError, "dst_offset is 8"),
+    Case("convert-src-desc-list", lambda b: convert(b.by, [2, 3], b.ba, F32_2x3), TypeError, "src_desc must be"),
+    # ------------------------------------------------------------------ quantize
+    Case("quantize-scale-zero", lambda b: quantize(b.arr, U8_2x3, b.ba, 0.0), ValueError, "finite and non-zero"),
+    Case("quantize-scale-nan", lambda b: quantize(b.arr, U8_2x3, b.ba, float("nan")), ValueError,
+         "finite and non-zero"),
+    Case("quantize-scale-inf-per-axis", lambda b: quantize(b.arr, U8_2x3, b.ba, [1.0, np.inf, 2.0]), ValueError,
+         "holds inf"),
+    Case("quantize-scale-underflows-float32", lambda b: quantize(b.arr, U8_2x3, b.ba, 1e-50), ValueError,
+         "finite and non-zero"),
+    Case("quantize-scale-string", lambda b: quantize(b.arr, U8_2x3, b.ba, "0.5"), TypeError, "scale must be"),
+    Case("quantize-scale-wrong-length", lambda b: quantize(b.arr, U8_2x3, b.ba, [1.0, 2.0]), ValueError,
+         "scale has length 2; expected sizes[1] = 3"),
+    Case("quantize-scale-3d", lambda b: quantize(b.arr, U8_2x3, b.ba, np.ones((1, 2, 3))), ValueError,
+         "scale is 3-D"),
+    Case("quantize-axis-out-of-range", lambda b: quantize(b.arr, U8_2x3, b.ba, [1.0, 2.0, 3.0], axis=2),
+         ValueError, "axis is 2"),
+    Case("quantize-axis-float", lambda b: quantize(b.arr, U8_2x3, b.ba, 1.0, axis=1.5), TypeError,
+         "axis must be an integer"),
+    Case("quantize-zero-point-too-big", lambda b: quantize(b.arr, U8_2x3, b.ba, 1.0, 256), ValueError,
+         "zero_point holds 256; UINT8 zero points must be 0 to 255"),
+    Case("quantize-zero-point-negative-uint4", lambda b: quantize(b.arr_u4 % 16, U4_6, b.ba, 1.0, -1), ValueError,
+         "zero_point holds -1; UINT4"),
+    Case("quantize-zero-point-int4-range", lambda b: quantize([1.0, 2.0], I4_2, b.ba, [1.0, 1.0], [0, 8], axis=0),
+         ValueError, "zero_point holds 8; INT4"),
+    Case("quantize-zero-point-float", lambda b: quantize(b.arr, U8_2x3, b.ba, 1.0, 1.5), TypeError,
+         "zero_point has dtype float64"),
+    Case("quantize-zero-point-shape", lambda b: quantize(b.arr, U8_2x3, b.ba, [1.0, 2.0, 3.0], [1, 2]),
+         ValueError, "zero_point has shape (2,)"),
+    Case("quantize-block-size-mismatch", lambda b: quantize(b.arr, U8_2x3, b.ba, np.ones((2, 1)), block_size=2),
+         ValueError, "block_size 2 along axis 1 needs shape (2, 2)"),
+    Case("quantize-block-size-1d-scale", lambda b: quantize(b.arr, U8_2x3, b.ba, [1.0, 1.0], block_size=2),
+         ValueError, "block_size 2"),
+    Case("quantize-block-size-negative", lambda b: quantize(b.arr, U8_2x3, b.ba, 1.0, block_size=-1), ValueError,
+         "block_size is -1"),
+    Case("quantize-block-size-float", lambda b: quantize(b.arr, U8_2x3, b.ba, 1.0, block_size=2.0), TypeError,
+         "block_size must be an integer"),
+    Case("quantize-desc-float32", lambda b: quantize(b.arr, F32_2x3, b.ba, 1.0), DescriptorError,
+         "quantize writes"),
+    Case("quantize-desc-int32", lambda b: quantize(b.arr, BufferTensorDesc("int32", [2, 3]), b.ba, 1.0),
+         DescriptorError, "INT32"),
+    Case("quantize-array-shape", lambda b: quantize(b.arr.T, U8_2x3, b.ba, 1.0), ValueError, "array has shape"),
+    Case("quantize-array-strings", lambda b: quantize([["a"] * 3] * 2, U8_2x3, b.ba, 1.0), TypeError,
+         "array has dtype"),
+    Case("quantize-buffer-readonly", lambda b: quantize(b.arr, U8_2x3, b.by, 1.0), BufferError, "read-only"),
+    Case("quantize-buffer-too-small", lambda b: quantize(b.arr, U8_2x3, b.small, 1.0), BufferError, "too small"),
+    Case("quantize-desc-overlapping",
+         lambda b: quantize(b.arr, BufferTensorDesc("uint8", [2, 3], [0, 1]), b.ba, 1.0), DescriptorError,
+         "overlapping"),
+    # ------------------------------------------------------------------ dequantize
+    Case("dequantize-dtype-int8", lambda b: dequantize(b.by, U8_2x3, 1.0, dtype="int8"), ValueError,
+         "FLOAT32 or FLOAT16"),
+    Case("dequantize-dtype-bad-name", lambda b: dequantize(b.by, U8_2x3, 1.0, dtype="float33"), DescriptorError,
+         "'float33'"),
+    Case("dequantize-int32-zero-point", lambda b: dequantize(b.by, BufferTensorDesc("int32", [2]), 1.0, 0),
+         ValueError, "zero_point must be None for INT32"),
+    Case("dequantize-desc-float16", lambda b: dequantize(b.by, BufferTensorDesc("float16", [2]), 1.0),
+         DescriptorError, "dequantize reads"),
+    Case("dequantize-scale-zero-blocked", lambda b: dequantize(b.by, U8_2x3, np.array([[1.0, 0.0], [1.0, 1.0]]),
+                                                               block_size=2), ValueError, "finite and non-zero"),
+    Case("dequantize-scale-neg-inf", lambda b: dequantize(b.by, U8_2x3, -np.inf), ValueError,
+         "finite and non-zero"),
+    Case("dequantize-block-size-mismatch",
+         lambda b: dequantize(b.by, U8_2x3, np.ones((2, 3)), axis=1, block_size=2), ValueError,
+         "needs shape (2, 2)"),
+    Case("dequantize-axis-out-of-range", lambda b: dequantize(b.by, U8_2x3, [1.0, 1.0], axis=-3), ValueError,
+         "axis is -3"),
+    Case("dequantize-zero-point-too-small", lambda b: dequantize(b.by, I4_2, 1.0, -9), ValueError,
+         "zero_point holds -9"),
+    Case("dequantize-out-dtype", lambda b: dequantize(b.by, U8_2x3, 1.0, out=b.out), TypeError,
+         "out has dtype uint8"),
+    Case("dequantize-too-small", lambda b: dequantize(b.small, U8_2x3, 1.0), BufferError, "too small"),
+    Case("dequantize-object-buffer",
+         lambda b: dequantize(np.array(list(range(8)), dtype=object), U8_2x3, 1.0), TypeError, "Python objects"),
     # ------------------------------------------------------------------ threads
     Case("set_num_threads-0", lambda b: dmlstride.set_num_threads(0), ValueError, "at least 1"),
     Case("set_num_threads-float", lambda b: dmlstride.set_num_threads(2.0), TypeError, "n must be an integer"),
@@ -758,7 +884,7 @@ def test_catalogue_is_large_and_ids_unique():
     assert len(CASES) >= 80
     # Every public entry point appears.
     for prefix in ("desc-", "calc-", "calculate_strides-", "broadcast_strides-", "gather-", "scatter-",
-                   "copy-", "view-", "cli-"):
+                   "copy-", "view-", "convert-", "quantize-", "dequantize-", "cli-"):
         assert any(i.startswith(prefix) for i in ids), prefix
 
 

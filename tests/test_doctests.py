@@ -15,6 +15,7 @@ MODULES = [
     "dmlstride.descriptor",
     "dmlstride.transfer",
     "dmlstride.settings",
+    "dmlstride.conversion",
     "dmlstride._explain",
     "dmlstride.cli",
     "dmlstride.viewsource",
@@ -34,5 +35,6 @@ def test_docstring_examples(name):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"
-    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.transfer"):
+    if name in ("dmlstride.datatypes", "dmlstride.sizes", "dmlstride.descriptor", "dmlstride.transfer",
+                "dmlstride.conversion"):
         assert examples > 0, f"{name} has no docstring examples"

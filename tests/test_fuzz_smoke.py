@@ -69,3 +69,21 @@ def test_regression_input(path):
     harness = _load_harness()
     harness.one_input(path.read_bytes())
     assert harness.EXECUTIONS == 1
+
+
+# What each saved input's name says it exercises: the name's first word, and the operation it picks.
+_OP_OF_NAME = {"BufferTensorDesc": "op_descriptor", "copy_tensor": "op_copy", "gather": "op_gather",
+               "scatter": "op_scatter", "view": "op_view", "convert": "op_convert", "dequantize": "op_quant",
+               "quantize": "op_quant"}
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_regression_input_picks_the_operation_its_name_says(path):
+    """Adding an operation shifts which one an input's first byte picks; keep every saved input on its own."""
+    harness = _load_harness()
+    word = path.stem.removeprefix("seed-").split("-")[0]
+    if path.stem.startswith("seed-gather-convert"):
+        word = "convert"
+    want = word if word.startswith("op_") else _OP_OF_NAME[word]
+    picked = harness.OPERATIONS[path.read_bytes()[0] % len(harness.OPERATIONS)].__name__
+    assert picked == want, f"{path.name} picks {picked}; rewrite its first byte to pick {want}"

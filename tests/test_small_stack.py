@@ -102,6 +102,32 @@ CASES = {
         src = rng.integers(0, 256, s.total_tensor_size_in_bytes, dtype=np.uint8)
         assert same(run(lambda: ds.gather(src, s)), view(src, s))
     """,
+    # Conversions: a cast with per-channel scale and bias (NHWC uint8 -> NCHW float32),
+    # the float16 path, and a blocked 4-bit dequantization.
+    "convert": """
+        src_d = ds.BufferTensorDesc.from_layout("uint8", [2, 3, 64, 64], "NHWC")
+        dst_d = ds.BufferTensorDesc("float32", [2, 3, 64, 64])
+        src = rng.integers(0, 256, src_d.total_tensor_size_in_bytes, dtype=np.uint8)
+        dst = bytearray(dst_d.total_tensor_size_in_bytes)
+        scale = np.array([0.5, 0.25, 2.0], np.float32)
+        bias = np.array([-1.0, 3.0, 0.5], np.float32)
+        run(lambda: ds.convert(src, src_d, dst, dst_d, scale=scale, bias=bias, axis=1))
+        x = view(src, src_d).astype(np.float32)
+        assert same(view(np.frombuffer(dst, np.uint8), dst_d), x * scale[:, None, None] + bias[:, None, None])
+        h_d = ds.BufferTensorDesc("float16", [2, 3, 64, 64], strides=[12288, 1, 192, 3])
+        h = bytearray(h_d.total_tensor_size_in_bytes)
+        run(lambda: ds.convert(dst, dst_d, h, h_d))
+        assert same(view(np.frombuffer(h, np.uint8), h_d), view(np.frombuffer(dst, np.uint8), dst_d).astype(np.float16))
+    """,
+    "dequantize": """
+        d = ds.BufferTensorDesc("int4", [64, 256])
+        raw = rng.integers(0, 256, d.total_tensor_size_in_bytes, dtype=np.uint8)
+        scale = (rng.random((64, 8)) + 0.5).astype(np.float32)
+        got = run(lambda: ds.dequantize(raw, d, scale, axis=1, block_size=32))
+        q = unpack(raw)[: 64 * 256].astype(np.int16)
+        q = np.where(q > 7, q - 16, q).reshape(64, 256).astype(np.float32)
+        assert same(got, q * np.repeat(scale, 32, axis=1))
+    """,
 }
 
 PRELUDE = """

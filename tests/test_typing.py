@@ -288,3 +288,46 @@ def test_the_engine_stub_is_what_mypy_sees(run_mypy):
     assert re.fullmatch(r"(builtins\.)?int", revealed[0])
     assert re.fullmatch(r"(builtins\.)?bool", revealed[1])
     assert revealed[2] != "Any" and "dict" in revealed[2]
+
+
+CONVERT_CODE = """
+import numpy as np
+import numpy.typing as npt
+import dmlstride
+from dmlstride import BufferTensorDesc, convert, dequantize, gather, quantize
+
+nhwc = BufferTensorDesc.from_layout("uint8", [1, 3, 4, 4], "NHWC")
+buf = bytearray(64)
+reveal_type(gather(buf, nhwc, dtype="float32", scale=[0.1, 0.2, 0.3], bias=-1.0, axis=1))
+reveal_type(convert(buf, nhwc, bytearray(256), BufferTensorDesc("float32", [1, 3, 4, 4]), scale=0.5))
+reveal_type(quantize(np.zeros((1, 3, 4, 4), np.float32), nhwc, buf, 0.5, 3, axis=1, block_size=0))
+reveal_type(dequantize(buf, nhwc, np.ones(3, np.float32), np.zeros(3, np.uint8), dtype="float16"))
+out: npt.NDArray[np.float32] = np.empty((1, 3, 4, 4), np.float32)
+reveal_type(dequantize(buf, nhwc, 0.5, out=out))
+gather(buf, nhwc, dtype=np.float16, scale=2)
+"""
+
+
+def test_the_conversion_api_type_checks(run_mypy):
+    status, lines = run_mypy(CONVERT_CODE)
+    assert _errors(lines) == {}, "\n".join(lines)
+    revealed = [t for _, t in sorted(_revealed(lines).items())]
+    assert len(revealed) == 5, "\n".join(lines)
+    assert re.fullmatch(r"numpy\.ndarray\[.*\]", revealed[0])
+    assert revealed[1] == "None" and revealed[2] == "None"
+    assert re.fullmatch(r"numpy\.ndarray\[.*floating.*\]", revealed[3]), revealed[3]
+    assert re.fullmatch(r"numpy\.ndarray\[.*(float32|_32Bit).*\]", revealed[4]), revealed[4]
+
+
+def test_conversion_misuse_is_reported(run_mypy):
+    status, lines = run_mypy(
+        """
+        from dmlstride import BufferTensorDesc, convert, dequantize, quantize
+        d = BufferTensorDesc("int8", [4])
+        quantize([1.0] * 4, d, bytearray(16), 0.5, axis="1")
+        dequantize(bytearray(16), d, 0.5, dtype="float31")
+        convert(bytearray(16), d, bytearray(16), d, 0.5)
+        """
+    )
+    assert status != 0
+    assert set(_errors(lines)) == {3, 4, 5}, "\n".join(lines)

@@ -2,7 +2,8 @@
 
 One fuzz target, :func:`one_input`, turns a byte string into one call of the
 public API (``BufferTensorDesc`` and its methods, the size functions,
-``gather``, ``scatter``, ``copy_tensor``, ``view`` or the command line) and
+``gather``, ``scatter``, ``copy_tensor``, ``view``, ``convert`` and ``gather``
+with conversion, ``quantize``/``dequantize``, or the command line) and
 checks the outcome:
 
 * only documented exceptions escape (``DescriptorError``, ``TypeError``,
@@ -80,9 +81,12 @@ from dmlstride import (
     broadcast_strides,
     calc_buffer_tensor_size,
     calculate_strides,
+    convert,
     copy_tensor,
+    dequantize,
     gather,
     numpy_dtype,
+    quantize,
     scatter,
     view,
 )
@@ -968,8 +972,257 @@ def op_cli(r: Reader) -> None:
         check("Traceback" not in text, "traceback on stderr")
 
 
+# ---------------------------------------------------------------------------------------
+# conversion: convert, gather with dtype/scale/bias, quantize and dequantize
+
+QUANTIZED = ["INT4", "UINT4", "INT8", "UINT8", "INT16", "UINT16"]
+
+
+def same_values(got: np.ndarray, want: np.ndarray) -> bool:
+    """Byte-equal, except that any NaN matches any NaN (payloads may differ)."""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    if got.dtype.kind != "f":
+        return got.tobytes() == want.tobytes()
+    nan = np.isnan(got)
+    return bool(np.array_equal(nan, np.isnan(want))) and got[~nan].tobytes() == want[~nan].tobytes()
+
+
+def wild_affine(r: Reader, sizes: tuple[int, ...]) -> tuple[Any, Any, Any, Violations]:
+    """scale, bias and axis for convert / gather, and the rules they break."""
+    v: Violations = set()
+    ndim = len(sizes)
+    axis: Any = None
+    k = r.byte()
+    if k < 120:
+        axis = r.below(ndim) - (ndim if r.chance(60) else 0)
+    elif k < 140:
+        axis = r.pick([ndim, -ndim - 1, 99])
+        v.add("ValueError")
+    elif k < 150:
+        axis = r.wrong_type()
+        if axis is not None:
+            v.add("TypeError")
+
+    def one() -> Any:
+        j = r.byte()
+        if j < 80:
+            return None
+        if j < 160:
+            return r.pick([0.5, -1.25, 3.0, 0.0, 1e30, float("nan"), float("inf"), 7, np.float32(0.1), np.int64(-3)])
+        if j < 230:
+            if isinstance(axis, int) and not isinstance(axis, bool) and -ndim <= axis < ndim:
+                n = sizes[axis] + (r.pick([-1, 1]) if r.chance(20) else 0)
+            else:
+                n = r.below(4) + 1
+            values = np.random.default_rng(r.uint(2)).standard_normal(max(n, 0)) * 10
+            return values.tolist() if r.chance(128) else values.astype(r.pick([np.float32, np.float64, np.int16]))
+        return r.pick(["2", 1j, True, [[1.0]], [1.0, "x"]])
+
+    scale, bias = one(), one()
+    for p in (scale, bias):
+        if p is None:
+            continue
+        arr = np.asarray(p)
+        if isinstance(p, str) or arr.dtype.kind not in "fiu":
+            v.add("TypeError")
+            continue
+        if arr.ndim == 1:
+            good_axis = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -ndim <= axis < ndim
+            if axis is None or (good_axis and arr.shape[0] != sizes[axis]):
+                v.add("ValueError")
+        elif arr.ndim > 1:
+            v.add("ValueError")
+    return scale, bias, axis, v
+
+
+def _ref_convert(values: np.ndarray, src: str, dst: str, scale: Any, bias: Any, axis: Any) -> np.ndarray:
+    ax = None if axis is None else int(axis) % values.ndim
+    return ref.convert_values(values, src, dst, scale, bias, ax)
+
+
+def op_convert(r: Reader) -> None:
+    src_desc, _ = tame_desc(r)
+    if src_desc is None:
+        return
+    dst_type = r.pick(VALID_TYPES)
+    if r.chance(40):
+        ddesc, _ = tame_desc(r)
+        if ddesc is None:
+            return
+    else:
+        ndim = src_desc.dimension_count
+        strides = None if r.chance(100) else [r.pick([0, 1, 2, 3, 5, 8]) for _ in range(ndim)]
+        ddesc = BufferTensorDesc(dst_type, src_desc.sizes, strides)
+    dst_desc = ddesc
+    scale, bias, axis, violations = wild_affine(r, src_desc.sizes)
+    check_alignment = wild_check_alignment(r)
+    soff = wild_offset(r, 64)
+    doff = wild_offset(r, 64)
+    to_gather = r.byte() >= 150
+    same = not to_gather and r.chance(60)
+    sneed = bytes_needed(soff, src_desc)
+    dneed = bytes_needed(doff, dst_desc)
+    sbuf = Buf(r, buffer_length(r, min(max(sneed, dneed) if same else sneed, 4096)))
+    dbuf = sbuf if same else Buf(r, buffer_length(r, min(dneed, 4096)))
+    src_name, dst_name = src_desc.data_type.name, dst_desc.data_type.name
+    try:
+        sbefore = sbuf.raw()
+        dbefore = dbuf.raw()
+        violations |= offset_violations(soff, src_desc, check_alignment) | buffer_violations(sbuf, soff, src_desc, False)
+        if to_gather:
+            if scale is None and bias is None:
+                scale = 1.0  # the converting path
+            try:
+                got = expect(lambda: gather(sbuf.obj, src_desc, offset=soff, check_alignment=check_alignment,
+                                            dtype=dst_name, scale=scale, bias=bias, axis=axis),
+                             violations, "gather-convert")
+            except ALLOWED:
+                return
+            finally:
+                check(np.array_equal(sbuf.raw(), sbefore), "gather with conversion modified its source")
+            want = _ref_convert(ref_gather(sbefore, int(soff), src_desc), src_name, dst_name, scale, bias, axis)
+            check(same_values(got, want), f"gather {src_name}->{dst_name} differs from the reference for {src_desc!r}")
+            return
+        violations |= offset_violations(doff, dst_desc, check_alignment) | buffer_violations(dbuf, doff, dst_desc, True)
+        if src_desc.sizes != dst_desc.sizes or dst_desc.has_overlap:
+            violations.add("DescriptorError")
+        try:
+            expect(lambda: convert(sbuf.obj, src_desc, dbuf.obj, dst_desc, scale=scale, bias=bias, axis=axis,
+                                   src_offset=soff, dst_offset=doff, check_alignment=check_alignment),
+                   violations, "convert")
+        except ALLOWED:
+            check(np.array_equal(dbuf.raw(), dbefore), "convert wrote although refused")
+            check(np.array_equal(sbuf.raw(), sbefore), "convert changed its source although refused")
+            return
+        values = _ref_convert(ref_gather(sbefore, int(soff), src_desc), src_name, dst_name, scale, bias, axis)
+        want = dbefore.copy()
+        ref_scatter(want, int(doff), dst_desc, values)
+        got_raw = dbuf.raw()
+        # Compare element values (NaN payloads aside) and every byte outside the elements.
+        touched = ref.touched_bytes(dst_name, dst_desc.sizes, dst_desc.strides or ref.packed_strides(dst_desc.sizes),
+                                    int(doff))
+        outside = np.ones(want.size, bool)
+        outside[sorted(touched)] = False
+        check(np.array_equal(got_raw[outside], want[outside]), "convert wrote outside the destination's elements")
+        check(same_values(ref_gather(got_raw, int(doff), dst_desc), ref_gather(want, int(doff), dst_desc)),
+              f"convert {src_name}->{dst_name} differs from the reference{' (same buffer)' if same else ''}")
+    finally:
+        sbuf.close()
+        if dbuf is not sbuf:
+            dbuf.close()
+
+
+def wild_quant_params(r: Reader, sizes: tuple[int, ...], qtype: str | None) -> tuple[Any, Any, Any, Any, Violations]:
+    """scale, zero point, axis and block size for quantize / dequantize, and the rules they break."""
+    v: Violations = set()
+    ndim = len(sizes)
+    rng = np.random.default_rng(r.uint(2))
+    axis: Any = r.below(ndim) - (ndim if r.chance(50) else 0)
+    if r.chance(15):
+        axis = r.pick([ndim, -ndim - 1, 1.0])
+    ax_ok = isinstance(axis, int) and -ndim <= axis < ndim
+    mode = r.below(3)
+    block: Any = 0
+    if mode == 0:
+        shape: tuple[int, ...] = ()
+    elif mode == 1:
+        shape = (sizes[axis] if ax_ok else 2,)
+        if not ax_ok and shape[0] != 1:
+            v.add("TypeError" if isinstance(axis, float) else "ValueError")
+    else:
+        block = r.pick([1, 2, 3, 4])
+        if ax_ok:
+            shape = tuple(-(-n // block) if k == axis % ndim else n for k, n in enumerate(sizes))
+        else:
+            shape = tuple(sizes)
+            v.add("TypeError" if isinstance(axis, float) else "ValueError")
+    if isinstance(axis, float):
+        v.add("TypeError")
+    if r.chance(20) and len(shape) > 0:
+        shape = shape[:-1] + (shape[-1] + 1,)
+        if not (mode == 1 and shape == (1,)):
+            v.add("ValueError")
+    if r.chance(10):
+        block = r.pick([-1, 2.0])
+        v.add("ValueError" if block == -1 else "TypeError")
+    scale = np.asarray(rng.uniform(0.05, 3, size=shape) * rng.choice([-1, 1], size=shape), dtype=np.float32)
+    if r.chance(20) and scale.size:
+        scale.flat[0] = r.pick([0.0, np.nan, np.inf, -np.inf])
+        v.add("ValueError")
+    zp: Any = None
+    if qtype is not None and r.chance(150):
+        lo, hi = ref.INT_RANGES[qtype] if qtype in QUANTIZED else (-4, 4)
+        zp = rng.integers(lo, hi + 1, size=shape)
+        if r.chance(20):
+            zp = np.asarray(zp).astype(np.int64)
+            if zp.size:
+                zp.flat[0] = r.pick([lo - 1, hi + 1])
+                v.add("ValueError")
+        if qtype == "INT32":
+            v.add("ValueError")
+    return scale, zp, axis, block, v
+
+
+def op_quant(r: Reader) -> None:
+    desc, _ = tame_desc(r)
+    if desc is None:
+        return
+    if r.chance(220):
+        qtype = r.pick(QUANTIZED + ["INT32"])
+        try:
+            desc = BufferTensorDesc(qtype, desc.sizes, desc.strides)
+        except ALLOWED:
+            return
+    qname = desc.data_type.name
+    sizes = desc.sizes
+    scale, zp, axis, block, violations = wild_quant_params(
+        r, sizes, qname if qname in QUANTIZED or qname == "INT32" else None)
+    check_alignment = wild_check_alignment(r)
+    off = wild_offset(r, 64)
+    buf = Buf(r, buffer_length(r, min(bytes_needed(off, desc), 4096)))
+    try:
+        before = buf.raw()
+        violations |= offset_violations(off, desc, check_alignment)
+        if r.byte() < 128:
+            violations |= buffer_violations(buf, off, desc, True)
+            if qname not in QUANTIZED or desc.has_overlap:
+                violations.add("DescriptorError")
+            x = (np.random.default_rng(r.uint(2)).standard_normal(sizes) * 20).astype(np.float32)
+            try:
+                expect(lambda: quantize(x, desc, buf.obj, scale, zp, axis=axis, block_size=block, offset=off,
+                                        check_alignment=check_alignment), violations, "quantize")
+            except ALLOWED:
+                check(np.array_equal(buf.raw(), before), "quantize wrote although refused")
+                return
+            want = before.copy()
+            ax = int(axis) % len(sizes)
+            ref_scatter(want, int(off), desc, ref.quantize_values(x, qname, scale, zp, ax, block))
+            check(np.array_equal(buf.raw(), want), f"quantize differs from the reference for {desc!r}")
+            return
+        violations |= buffer_violations(buf, off, desc, False)
+        if qname not in QUANTIZED and qname != "INT32":
+            violations.add("DescriptorError")
+        dtype = r.pick(["float32", "float16", "float32", "int8"])
+        if dtype == "int8":
+            violations.add("ValueError")
+        try:
+            got = expect(lambda: dequantize(buf.obj, desc, scale, zp, axis=axis, block_size=block, dtype=dtype,
+                                            offset=off, check_alignment=check_alignment), violations, "dequantize")
+        except ALLOWED:
+            return
+        finally:
+            check(np.array_equal(buf.raw(), before), "dequantize modified its source")
+        ax = int(axis) % len(sizes)
+        with np.errstate(over="ignore"):
+            want = ref.dequantize_values(ref_gather(before, int(off), desc), scale, zp, ax, block, dtype.upper())
+        check(same_values(got, want), f"dequantize differs from the reference for {desc!r}")
+    finally:
+        buf.close()
+
+
 OPERATIONS = [op_descriptor, op_sizes, op_gather, op_gather, op_scatter, op_scatter, op_copy, op_copy,
-              op_view, op_methods, op_cli, op_hostile]
+              op_view, op_methods, op_cli, op_hostile, op_convert, op_convert, op_quant, op_quant]
 
 
 def one_input(data: bytes) -> None:

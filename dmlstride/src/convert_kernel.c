@@ -1,0 +1,246 @@
+/* The walk: an odometer over the outer dimensions, each row converted in
+   chunks through a staging buffer (load, arithmetic, store), rows split
+   into segments that worker threads share. */
+#include "convert.h"
+#include "convert_ops.h"
+#include "convert_rows.h"
+#include "scratch.h"
+
+#include <stddef.h>
+
+#ifndef DMLSTRIDE_NO_THREADS
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(convert_chunk) <= DMLS_SCRATCH_BYTES, "a chunk's staging fits the scratch arena");
+#endif
+
+/* Elements per task: a row segment. */
+#define SEGMENT (64 * CONVERT_CHUNK)
+/* Fewer elements than this run on the calling thread alone. */
+#define PARALLEL_MIN ((int64_t)1 << 17)
+
+/* Parameter values for elements j0 .. j0 + n - 1 of a row whose parameters
+   start at base: a pointer and a step (0: one value for the whole chunk). */
+static const void *params(const convert_job *job, const void *arr, size_t w, int64_t base,
+                          int64_t j0, int64_t n, void *buf, int *step) {
+    int last = job->ndim - 1;
+    int64_t ps = job->param_strides[last], div = job->param_div[last];
+    const char *a = (const char *)arr;
+    if (ps == 0 || (div > 1 && j0 / div == (j0 + n - 1) / div)) {
+        *step = 0;
+        return a + (size_t)(base + (j0 / div) * ps) * w;
+    }
+    *step = 1;
+    if (div == 1 && ps == 1) return a + (size_t)(base + j0) * w;
+    /* Blocks: fill each block's span with its value (no division per element). */
+    int64_t blk = j0 / div, end = (blk + 1) * div - j0;   /* end of the first block, chunk-relative */
+    const char *v = a + (size_t)(base + blk * ps) * w;
+    for (int64_t i = 0; i < n; v += (size_t)ps * w, end += div) {
+        int64_t stop = end < n ? end : n;
+        if (w == sizeof(float)) {
+            float f = *(const float *)v;
+            for (; i < stop; i++) ((float *)buf)[i] = f;
+        } else {
+            double d = *(const double *)v;
+            for (; i < stop; i++) ((double *)buf)[i] = d;
+        }
+    }
+    return buf;
+}
+
+/* The arithmetic on n staged values, elements j .. j + n - 1 of a row whose
+   parameters start at po.  Blocks of at least MIN_SPAN elements run span by
+   span with one parameter value each; otherwise the values are gathered. */
+#define MIN_SPAN 16
+
+#define DEFINE_APPLY(name, T, OP)                                                          \
+    static void name(const convert_job *job, T *x, int64_t n, int64_t po, int64_t j, T *pa, T *pb) { \
+        int last = job->ndim - 1;                                                          \
+        int64_t ps = job->param_strides[last], div = job->param_div[last];                 \
+        int sa, sb;                                                                        \
+        if (ps != 0 && div >= MIN_SPAN) {                                                  \
+            int64_t blk = j / div, end = (blk + 1) * div - j;                              \
+            const T *s = (const T *)job->scale + po + blk * ps;                            \
+            const T *z = (const T *)job->shift + po + blk * ps;                            \
+            for (int64_t i = 0; i < n; s += ps, z += ps, end += div) {                     \
+                int64_t stop = end < n ? end : n;                                          \
+                OP(x + i, stop - i, s, 0, z, 0);                                           \
+                i = stop;                                                                  \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
+        const T *a = params(job, job->scale, sizeof(T), po, j, n, pa, &sa);                \
+        const T *b = params(job, job->shift, sizeof(T), po, j, n, pb, &sb);                \
+        OP(x, n, a, sa, b, sb);                                                            \
+    }
+
+#define OP32(...) convert_op32(job->op, __VA_ARGS__)
+DEFINE_APPLY(apply32, float, OP32)
+DEFINE_APPLY(apply64, double, convert_op64)
+
+/* Elements j0 .. j1 - 1 of the row at source element so, destination
+   element do_, parameter index po.  When the destination row is contiguous
+   and of the compute type, values are loaded and computed in place there. */
+static void row(const convert_job *job, const char *src, char *dst, int64_t so, int64_t do_,
+                int64_t po, int64_t j0, int64_t j1, convert_chunk *buf) {
+    int last = job->ndim - 1;
+    int64_t ss = job->src_strides[last], ds = job->dst_strides[last];
+    union convert_lane *x = &buf->x, *pa = &buf->pa, *pb = &buf->pb;
+    if (job->compute64) {
+        convert_load_fn load = convert_load64[job->src_type];
+        convert_store_fn store = convert_store64[job->dst_type];
+        int direct = job->dst_type == CONVERT_FLOAT64 && ds == 1;
+        for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
+            int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
+            double *v = direct ? (double *)dst + do_ + j : x->d;
+            load(src, so + j * ss, ss, n, v);
+            apply64(job, v, n, po, j, pa->d, pb->d);
+            if (!direct) store(v, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+        }
+    } else {
+        convert_load_fn load = convert_load32[job->src_type];
+        convert_store_fn store = convert_store32[job->dst_type];
+        int direct = job->dst_type == CONVERT_FLOAT32 && ds == 1;
+        for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
+            int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
+            float *v = direct ? (float *)dst + do_ + j : x->f;
+            load(src, so + j * ss, ss, n, v);
+            apply32(job, v, n, po, j, pa->f, pb->f);
+            if (!direct) store(v, n, dst, do_ + j * ds, ds, job->lo, job->hi);
+        }
+    }
+}
+
+static int64_t segments_per_row(const convert_job *job) {
+    int64_t n = job->sizes[job->ndim - 1];
+    return (n + SEGMENT - 1) / SEGMENT;
+}
+
+/* Tasks t0 .. t1 - 1, task t being segment t % S of row t / S. */
+static void run_tasks(const convert_job *job, const char *src, char *dst, int64_t t0, int64_t t1,
+                      convert_chunk *buf) {
+    int outer = job->ndim - 1;
+    int64_t S = segments_per_row(job), n = job->sizes[outer];
+    int64_t idx[CONVERT_MAX_DIMS];
+    int64_t r = t0 / S, seg = t0 % S;
+    for (int k = outer - 1; k >= 0; k--) {
+        idx[k] = r % job->sizes[k];
+        r /= job->sizes[k];
+    }
+    for (int64_t t = t0; t < t1;) {
+        int64_t so = 0, do_ = 0, po = 0;
+        for (int k = 0; k < outer; k++) {
+            so += idx[k] * job->src_strides[k];
+            do_ += idx[k] * job->dst_strides[k];
+            if (job->param_strides[k]) po += (idx[k] / job->param_div[k]) * job->param_strides[k];
+        }
+        for (; seg < S && t < t1; seg++, t++) {
+            int64_t j0 = seg * SEGMENT, j1 = j0 + SEGMENT < n ? j0 + SEGMENT : n;
+            row(job, src, dst, so, do_, po, j0, j1, buf);
+        }
+        if (seg == S) {
+            seg = 0;
+            for (int k = outer - 1; k >= 0; k--) {
+                if (++idx[k] < job->sizes[k]) break;
+                idx[k] = 0;
+            }
+        }
+    }
+}
+
+#ifndef DMLSTRIDE_NO_THREADS
+/* Threads take tasks in small groups from a shared counter, so a thread
+   that starts late (a busy machine) finds the work already done instead of
+   holding the caller up.  The shared state lives on the heap and is freed
+   by whoever leaves it last; a late thread touches nothing else. */
+typedef struct {
+    convert_job job;
+    const char *src;
+    char *dst;
+    int64_t tasks, grain;
+    atomic_llong next;      /* first task not yet claimed */
+    atomic_llong done;      /* tasks finished */
+    atomic_int refs;
+} shared_work;
+
+static void work(shared_work *sh) {
+    /* A thread without its staging memory claims nothing: the caller, who has
+       it, finishes whatever is left. */
+    convert_chunk *buf = (convert_chunk *)dmls_scratch();
+    if (buf == NULL) return;
+    for (;;) {
+        int64_t t0 = atomic_fetch_add(&sh->next, sh->grain);
+        if (t0 >= sh->tasks) break;
+        int64_t t1 = t0 + sh->grain < sh->tasks ? t0 + sh->grain : sh->tasks;
+        run_tasks(&sh->job, sh->src, sh->dst, t0, t1, buf);
+        atomic_fetch_add(&sh->done, t1 - t0);
+    }
+}
+
+static void leave(shared_work *sh) {
+    if (atomic_fetch_sub(&sh->refs, 1) == 1) free(sh);
+}
+
+static void *worker(void *arg) {
+    shared_work *sh = (shared_work *)arg;
+    work(sh);
+    leave(sh);
+    return NULL;
+}
+
+/* Run the tasks on up to nt threads (the caller included); 0, or -1 if no
+   memory for the shared state (then nothing was done). */
+static int run_parallel(const convert_job *job, const char *src, char *dst, int64_t tasks, int nt) {
+    shared_work *sh = (shared_work *)malloc(sizeof(shared_work));
+    if (sh == NULL) return -1;
+    sh->job = *job;
+    sh->src = src;
+    sh->dst = dst;
+    sh->tasks = tasks;
+    sh->grain = tasks / ((int64_t)nt * 16);
+    if (sh->grain < 1) sh->grain = 1;
+    atomic_init(&sh->next, 0);
+    atomic_init(&sh->done, 0);
+    atomic_init(&sh->refs, 1);
+    pthread_attr_t attr;
+    int have_attr = pthread_attr_init(&attr) == 0 &&
+                    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+    for (int i = 1; have_attr && i < nt; i++) {
+        pthread_t th;
+        atomic_fetch_add(&sh->refs, 1);
+        if (pthread_create(&th, &attr, worker, sh) != 0) {
+            atomic_fetch_sub(&sh->refs, 1);
+            break;   /* fewer helpers: the caller does the rest */
+        }
+    }
+    if (have_attr) pthread_attr_destroy(&attr);
+    work(sh);
+    while (atomic_load(&sh->done) < tasks) sched_yield();
+    leave(sh);
+    return 0;
+}
+#endif
+
+int convert_run(const convert_job *job, const char *src, char *dst) {
+    /* The chunk buffers come from this thread's scratch arena, never the C stack
+       (a thread started with a small stack must not overflow). */
+    convert_chunk *buf = (convert_chunk *)dmls_scratch();
+    if (buf == NULL) return -1;
+    int64_t rows = 1, total = 1;
+    for (int k = 0; k < job->ndim - 1; k++) rows *= job->sizes[k];
+    for (int k = 0; k < job->ndim; k++) total *= job->sizes[k];
+    int64_t tasks = rows * segments_per_row(job);
+    int nt = job->nthreads;
+    /* Nibbles of one byte may belong to different tasks: one thread only. */
+    if (job->dst_type == CONVERT_UINT4 || job->dst_type == CONVERT_INT4 || total < PARALLEL_MIN) nt = 1;
+    if (nt > tasks) nt = (int)tasks;
+    if (nt > 64) nt = 64;
+#ifndef DMLSTRIDE_NO_THREADS
+    if (nt > 1 && run_parallel(job, src, dst, tasks, nt) == 0) return 0;
+#endif
+    run_tasks(job, src, dst, 0, tasks, buf);
+    return 0;
+}

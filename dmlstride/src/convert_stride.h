@@ -1,0 +1,30 @@
+/* Channel rows of interleaved data: element i of the row at p[3 * i].  The
+   SIMD variants convert a prefix of the row and return how many elements
+   they did (the caller's scalar loop does the rest); they read only bytes of
+   the row's own elements' span, p[0 .. 3 * (n - 1)]. */
+#ifndef DMLS_CONVERT_STRIDE_H
+#define DMLS_CONVERT_STRIDE_H
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t (*u8_stride3)(const uint8_t *p, int64_t n, float *out);   /* SSSE3 */
+    int64_t (*f32_stride3)(const float *p, int64_t n, float *out);    /* SSE2 */
+} convert_stride_ops;
+
+extern convert_stride_ops convert_stride;
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__) && \
+    !defined(DMLSTRIDE_NO_SIMD)
+#define CONVERT_HAVE_X86_SIMD 1
+int64_t convert_u8_stride3_ssse3(const uint8_t *p, int64_t n, float *out);
+int64_t convert_f32_stride3_sse2(const float *p, int64_t n, float *out);
+#else
+#define CONVERT_HAVE_X86_SIMD 0
+#endif
+
+/* Choose the variants (SIMD when allowed and the CPU has it); returns 1 if
+   any SIMD variant is in use. */
+int convert_stride_select(int allow_simd);
+
+#endif
