@@ -1,6 +1,6 @@
 """Reference gather/scatter over raw bytes, and test-data generators.
 
-Written from the memory model alone (SPEC sections 1-3), independently of the
+Written from the memory model alone (the memory model), independently of the
 package: the element offset of index ``i`` is ``sum(i[k] * strides[k])``; an
 element of ``w`` bytes lives in bytes ``[offset + k * w, offset + (k + 1) * w)``;
 a 4-bit element at element offset ``k`` lives in byte ``k // 2``, low nibble
@@ -29,7 +29,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------------------
-# the data-type table (SPEC section 2), kept here so the reference does not ask the package
+# the data-type table (DirectML's DML_TENSOR_DATA_TYPE), kept here so the reference does not ask the package
 
 
 class TypeInfo(NamedTuple):
@@ -130,7 +130,7 @@ def overlaps(sizes: Any, strides: Any) -> bool:
 
 
 def min_size(data_type: Any, sizes: Any, strides: Any | None) -> int:
-    """SPEC section 3: bytes for the last element, rounded up to a multiple of 4."""
+    """The size formula: bytes for the last element, rounded up to a multiple of 4."""
     bits = type_info(data_type).bits
     if strides is None:
         count = 1

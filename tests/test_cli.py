@@ -82,14 +82,14 @@ def test_describe_padded_and_broadcast(capsys):
     code, out, _ = run(capsys, ["describe", "--dtype", "float16", "--sizes", "2,3", "--strides", "0,1"])
     assert code == 0
     assert (field(out, "broadcast"), field(out, "overlap")) == ("yes", "yes")
-    assert field(out, "minimum size") == "8 bytes"  # SPEC: FLOAT16 {2, 3} strides {0, 1} -> 8
+    assert field(out, "minimum size") == "8 bytes"  # FLOAT16 {2, 3} strides {0, 1} -> 8
     assert "logical view:\nA B C\nA B C\n" in out
     assert "repeats: A at offset 0 is read by 2 elements (0, 0), (1, 0)" in out
 
 
 @pytest.mark.parametrize("broadcast", ["C", "c", "0,1,0,0"])
 def test_describe_layout_with_broadcast(capsys, broadcast):
-    # SPEC: calculate_strides("NCHW", [2, 3, 4, 5], broadcast C) == (20, 0, 5, 1)
+    # calculate_strides("NCHW", [2, 3, 4, 5], broadcast C) == (20, 0, 5, 1)
     code, out, _ = run(
         capsys, ["describe", "--dtype", "float16", "--sizes", "2,3,4,5", "--layout", "NCHW", "--broadcast", broadcast]
     )

@@ -1,7 +1,7 @@
 """Tests for the data-type table, flags, limits and the data-type conversions.
 
 Covers ``TensorDataType``, ``TensorFlags``, the module constants, ``data_type``,
-``element_bits``, ``element_bytes`` and ``numpy_dtype`` against SPEC section 2.
+``element_bits``, ``element_bytes`` and ``numpy_dtype`` against DirectML's data-type table.
 """
 
 import enum
@@ -23,8 +23,8 @@ from dmlstride import (
     numpy_dtype,
 )
 
-# SPEC section 2, transcribed: value -> (name, bits).
-SPEC_TABLE = {
+# DirectML's DML_TENSOR_DATA_TYPE, transcribed: value -> (name, bits).
+DML_TYPE_TABLE = {
     0: ("UNKNOWN", None),
     1: ("FLOAT32", 32),
     2: ("FLOAT16", 16),
@@ -58,8 +58,8 @@ NUMPY_TWIN = {
     "INT4": np.int8,
 }
 
-VALID_NAMES = [name for name, bits in SPEC_TABLE.values() if bits is not None]
-BYTE_SIZED = [name for name in VALID_NAMES if SPEC_TABLE[TensorDataType[name].value][1] >= 8]
+VALID_NAMES = [name for name, bits in DML_TYPE_TABLE.values() if bits is not None]
+BYTE_SIZED = [name for name in VALID_NAMES if DML_TYPE_TABLE[TensorDataType[name].value][1] >= 8]
 
 
 # -- the enums and constants ------------------------------------------------------------
@@ -67,7 +67,7 @@ BYTE_SIZED = [name for name in VALID_NAMES if SPEC_TABLE[TensorDataType[name].va
 
 def test_tensor_data_type_is_int_enum_with_directml_values():
     assert issubclass(TensorDataType, enum.IntEnum)
-    assert {m.value: m.name for m in TensorDataType} == {v: n for v, (n, _) in SPEC_TABLE.items()}
+    assert {m.value: m.name for m in TensorDataType} == {v: n for v, (n, _) in DML_TYPE_TABLE.items()}
     assert len(TensorDataType) == 14
     assert TensorDataType.UNKNOWN == 0
     assert TensorDataType.INT4 == 13
@@ -215,9 +215,9 @@ def test_data_type_big_endian_refused(bad):
 # -- element_bits, element_bytes, numpy_dtype -------------------------------------------
 
 
-@pytest.mark.parametrize("value", [v for v, (_, bits) in SPEC_TABLE.items() if bits is not None])
+@pytest.mark.parametrize("value", [v for v, (_, bits) in DML_TYPE_TABLE.items() if bits is not None])
 def test_element_bits_table(value):
-    name, bits = SPEC_TABLE[value]
+    name, bits = DML_TYPE_TABLE[value]
     assert element_bits(value) == bits
     assert element_bits(name.lower()) == bits
     assert element_bits(TensorDataType(value)) == bits

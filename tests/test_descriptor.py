@@ -1,6 +1,6 @@
 """Tests for ``BufferTensorDesc`` and its ctypes twin ``DML_BUFFER_TENSOR_DESC``.
 
-Construction and every validity rule of SPEC section 4 (rules 1-7; rule 8 is a
+Construction and every validity rule of a DirectML buffer tensor (rules 1-7; rule 8 is a
 binding rule checked by the copy functions), value semantics, the derived
 properties against brute-force references, the methods and the constructors
 ``from_layout`` and ``from_numpy``.
@@ -184,7 +184,7 @@ def test_repr_names_the_fields():
     assert "BufferTensorDesc" in r and "UINT8" in r and "[2, 3]" in r and "[5, 1]" in r
 
 
-# -- SPEC section 4: one test per rule ----------------------------------------------------
+# -- the validity rules: one test per rule ----------------------------------------------------
 
 
 @pytest.mark.parametrize("dt", [0, "unknown", TensorDataType.UNKNOWN])
@@ -501,7 +501,7 @@ def test_to_rank_pads_leading_ones():
     assert d4.total_tensor_size_in_bytes == 60
     e4 = BufferTensorDesc("float32", [3, 5], [5, 1]).to_rank(4)
     assert e4.sizes == (1, 1, 3, 5)
-    assert e4.strides == (15, 15, 5, 1)  # the seeds' explicit NCHW strides
+    assert e4.strides == (15, 15, 5, 1)  # DirectML's documented explicit NCHW strides
     assert e4.offsets().tolist() == list(range(15))
     assert d.to_rank(2) == d
 

@@ -65,7 +65,7 @@ def test_the_two_references_agree(layout, seed):
 
 
 def test_reference_golden_cases():
-    # SPEC section 1: padded, broadcast, column-major; section 2: nibble packing.
+    # The layouts: padded, broadcast, column-major; and nibble packing.
     padded = b"ABCxxDEFxx"
     assert ref.gather_py(padded, "UINT8", (2, 3), (5, 1)).tobytes() == b"ABCDEF"
     assert ref.gather_py(b"ABC", "UINT8", (2, 3), (0, 1)).tobytes() == b"ABCABC"

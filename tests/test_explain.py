@@ -1,6 +1,6 @@
-"""BufferTensorDesc.explain(): the seeds' pictures of logical and memory views.
+"""BufferTensorDesc.explain(): pictures of logical and memory views.
 
-The golden pictures are worked out by hand from the seeds' drawings and the
+The golden pictures are worked out by hand from DirectML's documented drawings and the
 drawing rules: one name per distinct offset in order of first appearance in
 logical C order; the memory view covers offsets 0 .. E - 1 with
 E = max(last_offset + 1, size * stride over dims with stride > 0); padding is x;
@@ -56,7 +56,7 @@ def value_tokens(text):
     return out
 
 
-# -- the seeds' examples, drawn in full --------------------------------------------------
+# -- DirectML's documented examples, drawn in full --------------------------------------------------
 
 
 def test_row_major_2x3():

@@ -1,6 +1,6 @@
-"""Golden tests: every worked example of SPEC and the seed documents, by hand.
+"""Golden tests: every worked example of DirectML's buffer-tensor documentation, by hand.
 
-Letters stand for elements as in the seeds (``A B C / D E F``); buffers are
+Letters stand for elements as in DirectML's documentation (``A B C / D E F``); buffers are
 ``uint8`` so a letter is one byte, and ``x`` marks padding.
 """
 
@@ -110,7 +110,7 @@ def test_padded_2x3_with_h_stride_5():
     assert d.is_padded and not d.has_overlap and not d.is_packed
     assert d.offsets().tolist() == [0, 1, 2, 5, 6, 7]
     assert d.minimum_size_in_bytes == 8
-    # A scatter writes the six elements and leaves the padding alone (SPEC rule 9).
+    # A scatter writes the six elements and leaves the padding alone (the padding rule).
     buf = bytearray(b"xxxxxxxxxx")
     scatter(np.frombuffer(b"ABCDEF", np.uint8).reshape(2, 3), d, buf)
     assert bytes(buf) == memory
@@ -176,7 +176,7 @@ def test_onnx_runtime_broadcast():
 
 
 def test_seed_calculate_strides_with_broadcast():
-    # The seeds' helper: a broadcast dimension counts as 1 and gets stride 0.
+    # DirectML's documented helper: a broadcast dimension counts as 1 and gets stride 0.
     assert calculate_strides("NCHW", [2, 3, 4, 5], [False, True, False, False]) == (20, 0, 5, 1)
     assert calculate_strides("NHWC", [2, 3, 4, 5], [False, False, True, False]) == (15, 1, 0, 3)
 
@@ -207,7 +207,7 @@ def test_four_bit_nibble_order_and_sign():
 
 
 def directml_c_helper(data_type, sizes, strides=None):
-    """DirectML's inline C helper (the seeds' listing), with C's unsigned wrap-around."""
+    """DirectML's inline C helper (as DirectML documents it), with C's unsigned wrap-around."""
     size = {1: 4, 3: 4, 6: 4, 2: 2, 4: 2, 7: 2, 5: 1, 8: 1}.get(int(data_type), 0)
     if size == 0:
         return 0

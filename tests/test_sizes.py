@@ -35,7 +35,7 @@ def indices(sizes):
 
 
 def ref_size(bits, sizes, strides):
-    """SPEC section 3 by enumeration: (largest offset + 1) elements, in bytes, rounded to 4."""
+    """The size formula by enumeration: (largest offset + 1) elements, in bytes, rounded to 4."""
     if strides is None:
         elements = math.prod(sizes)
     else:
@@ -84,7 +84,7 @@ def sizes_and_strides(draw, max_rank=5, max_size=4, max_stride=30):
 # -- calc_buffer_tensor_size: values -----------------------------------------------------
 
 
-# SPEC's own size examples are checked in test_golden.py (also against the
+# The worked size examples are checked in test_golden.py (also against the
 # DirectML helper); these are further cases.
 @pytest.mark.parametrize(
     ("dtype", "sizes", "strides", "expected"),
@@ -312,7 +312,7 @@ def test_calculate_strides_broadcast():
 
 
 def seed_calculate_strides(layout, sizes, broadcast):
-    """The seeds' C++ CalculateStrides, line for line."""
+    """DirectML's documented C++ CalculateStrides, line for line."""
     N, C, H, W = 0, 1, 2, 3
     n = 1 if broadcast[N] else sizes[N]
     c = 1 if broadcast[C] else sizes[C]
