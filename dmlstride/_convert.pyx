@@ -16,6 +16,8 @@ from libc.stdint cimport int64_t, uint16_t, uintptr_t
 
 cimport numpy as cnp
 
+from dmlstride._bounds cimport check_range
+
 from dmlstride._convert_kernels cimport *
 
 cnp.import_array()
@@ -162,8 +164,8 @@ def run(object src, Py_ssize_t src_offset, object src_need,
     try:
         _acquire(&dv, dst, True, "destination buffer")
         try:
-            _check_range(&sv, src_offset, src_need, src_extent, "source buffer")
-            _check_range(&dv, dst_offset, dst_need, dst_extent, "destination buffer")
+            check_range(&sv, src_offset, src_need, src_extent, "source buffer")
+            check_range(&dv, dst_offset, dst_need, dst_extent, "destination buffer")
             s = <const char*>sv.buf + src_offset
             d = <char*>dv.buf + dst_offset
             if refuse_alias:
@@ -187,13 +189,3 @@ def run(object src, Py_ssize_t src_offset, object src_need,
     return True
 
 
-cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object extent, str name) except -1:
-    if off < 0:
-        raise BufferError(f"{name} offset is {off}; expected at least 0")
-    if need < extent:
-        need = extent
-    if off + need > view.len:
-        raise BufferError(
-            f"{name} too small; expected at least {off + need} bytes (offset {off} + {need}), got {view.len}"
-        )
-    return 0

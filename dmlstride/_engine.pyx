@@ -25,6 +25,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strchr
 
 cimport numpy as cnp
+
+from dmlstride._bounds cimport check_range
 import numpy as np
 
 from dmlstride._kernels cimport *
@@ -432,17 +434,6 @@ def check_plain(object obj, str name):
         PyBuffer_Release(&v)
 
 
-cdef int _check_range(Py_buffer* view, Py_ssize_t off, object need, object extent, str name) except -1:
-    if off < 0:
-        raise BufferError(f"{name} offset is {off}; expected at least 0")
-    if need < extent:
-        need = extent
-    if off + need > view.len:
-        raise BufferError(
-            f"{name} too small; expected at least {off + need} bytes "
-            f"(offset {off} + {need}), got {view.len}"
-        )
-    return 0
 
 
 cdef inline int _run_plan(Plan plan, const char* s, char* d, int nthreads,
@@ -482,8 +473,8 @@ def execute(Plan plan not None, object src, Py_ssize_t src_offset, object src_ne
     try:
         _acquire(&dv, dst, True, dst_name)
         try:
-            _check_range(&sv, src_offset, src_need, plan.src_extent, src_name)
-            _check_range(&dv, dst_offset, dst_need, plan.dst_extent, dst_name)
+            check_range(&sv, src_offset, src_need, plan.src_extent, src_name)
+            check_range(&dv, dst_offset, dst_need, plan.dst_extent, dst_name)
             s = <const char*>sv.buf + src_offset
             d = <char*>dv.buf + dst_offset
             if refuse_alias:
@@ -654,7 +645,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     _acquire(&sv, buffer, False, "buffer")
     try:
         # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
-        _check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
+        check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
         fresh = False
         if out is None:
             arr = _new_output(g.ndim, g.dims, g.type_num, &fresh)
