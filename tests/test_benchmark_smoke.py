@@ -34,8 +34,10 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=_env(), capture_output=True,
-                          text=True, timeout=300)
+    # Run in the benchmarks folder: from the repository root, "-c" would find the source
+    # folder dmlstride/ before the package under test.
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=BENCH, env=_env(),
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_quick_run_checks_and_reports(tmp_path: Path) -> None:
