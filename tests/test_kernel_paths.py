@@ -419,3 +419,42 @@ def test_streaming_at_the_default_size(to_channels_last, threads):
     ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=16)
     expect = _expected_copy(src, src_desc, bytes(len(dst)), dst_desc, 16)
     assert dst.tobytes() == expect
+
+
+# Long rows are cut into segments (tasks, which may run on different
+# threads).  When the destination row is off a cache line, every interior
+# segment boundary moves back to a line boundary, so the first segment is
+# shorter and the last one longer; with one thread or two, with streaming
+# stores or not, every element must land once and nothing outside the tensor
+# may change.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("dst_offset", [0, 1, 2, 4, 8, 16, 24, 48, 56, 63])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
+@pytest.mark.parametrize("layout", ["transpose", "packed", "rows"])
+def test_segment_boundaries_at_every_destination_alignment(dtype, dst_offset, stream, layout, threads):
+    itemsize = np.dtype(dtype).itemsize
+    if dst_offset % itemsize and layout != "packed":
+        dst_offset -= dst_offset % itemsize
+    if layout == "transpose":  # column-major k x j: 300 rows of k, j in segments
+        sizes = [1030, 300]
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[1, 1030])
+        dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    elif layout == "packed":
+        sizes = [3 * 65536 + 77]
+        src_desc = dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    else:  # padded rows, each long enough to be cut in segments
+        sizes = [3, 2 * 65536 + 5]
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[2 * 65536 + 21, 1])
+        dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=[2 * 65536 + 13, 1])
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()
+        assert plan["stream"] == stream and plan["tasks"] > 1
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, dst_offset + itemsize)
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 5).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    finally:
+        _engine._set_stream_min_total(old)
+    assert bytes(dst) == expect
