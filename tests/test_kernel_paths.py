@@ -458,3 +458,36 @@ def test_segment_boundaries_at_every_destination_alignment(dtype, dst_offset, st
     finally:
         _engine._set_stream_min_total(old)
     assert bytes(dst) == expect
+
+
+def _at_page_offset(nbytes, offset, seed):
+    """A random uint8 array of nbytes starting ``offset`` bytes past a page, and its parent."""
+    raw = _random_buffer(nbytes + 8192 + 64, seed)
+    start = (-raw.ctypes.data) % 4096 + offset
+    return raw, raw[start:start + nbytes]
+
+
+# Contiguous runs with the destination a few bytes past the source modulo
+# 4 KiB take their own vector loop (a run of glibc's memcpy is many times
+# slower there): every length around the loop's threshold and its 64-byte
+# steps, every distance below a line, each element width.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("distance", [0, 1, 3, 4, 8, 16, 24, 40, 60, 63, 64, 65, 4080, 4095])
+@pytest.mark.parametrize("src_offset", [0, 8, 53])
+def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, threads):
+    itemsize = np.dtype(dtype).itemsize
+    distance -= distance % itemsize
+    src_offset -= src_offset % itemsize
+    for count in (1, 2047 // itemsize, 2048 // itemsize, 2048 // itemsize + 1, 70001 // itemsize,
+                  (300000 + 63) // itemsize):
+        desc = ds.BufferTensorDesc(dtype, [count])
+        nbytes = count * itemsize
+        total = desc.total_tensor_size_in_bytes  # nbytes rounded up to 4
+        _, src = _at_page_offset(total, src_offset, count)
+        parent, dst = _at_page_offset(total + 128, (src_offset + distance) % 4096, count + 1)
+        before = parent.copy()
+        ds.copy_tensor(src, desc, dst, desc, check_alignment=False)
+        expect = before.copy()
+        start = dst.ctypes.data - parent.ctypes.data
+        expect[start:start + nbytes] = src[:nbytes]
+        assert parent.tobytes() == expect.tobytes()

@@ -42,7 +42,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         if (p->stream && n * w >= DMLS_STREAM_MIN_RUN)
             dmls_isa.stream_copy(d, s, n * w);
         else
-            memcpy(d, s, (size_t)(n * w));
+            dmls_isa.copy(d, s, n * w);
     } else if (p->mode == DMLS_MODE_FILL) {
         if (w == 1 && ids == 1)
             memset(d, *(const unsigned char *)s, (size_t)n);

@@ -57,6 +57,8 @@ typedef struct {
     /* Copy with non-temporal stores, and the fence that ends a run of them. */
     void (*stream_copy)(char *d, const char *s, int64_t n);
     void (*store_fence)(void);
+    /* Copy n bytes with ordinary stores, as memcpy (no overlap). */
+    void (*copy)(char *d, const char *s, int64_t n);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
