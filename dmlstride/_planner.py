@@ -10,7 +10,7 @@ the decision against the C limits, stores it in the structs of
 * neighbours contiguous in both operands are merged;
 * the innermost dimension is classified: contiguous in both (``memcpy``), a
   zero source stride (``fill``), a transposition (another dimension is the
-  source's fastest: ``tile``, or ``interleave`` for 2-4 planes into
+  source's fastest: ``tile``, or ``interleave`` for 2-7 planes into
   interleaved channels), or plain ``strided``;
 * a transposition whose source-contiguous run (group K) and destination-
   contiguous run (group J) span several dimensions is copied in J x K
@@ -260,7 +260,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         if best >= 0 and inner_n >= 8:
             mode = "tile"
             tile = outer.pop(best)
-        elif best >= 0 and inner_n <= 4 and inner_ds == width:
+        elif best >= 0 and inner_n <= 7 and inner_ds == width:
             # Interleave a few channels: the source-fast dimension k becomes
             # the loop, the destination-fast (small) one the channels.
             n, a, b = outer[best]

@@ -8,7 +8,7 @@ never against dmlstride itself:
   micro-kernels, the staging tile and their edges (a regression: the byte
   staging tile once overflowed its stack buffer with k >= 128 and a j
   remainder);
-* the de-interleave kernels for 2, 3 and 4 channels;
+* the de-interleave and interleave kernels for 2 to 8 channels;
 * 4-bit tensors packed in any memory order, which go through byte staging
   blocks, including blocks that start on an odd nibble, and 4-bit copies
   with nibbles on both sides (source runs unpacked, reordered as bytes,
@@ -66,13 +66,17 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("channels", [2, 3, 4, 5])
+@pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     sizes = (3, channels, 37, 129)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
-    # And back: planes interleaved into pixels (scatter), against numpy assignment.
+    # And back: planes interleaved into pixels (scatter), against numpy assignment;
+    # up to 7 channels take the interleave kernel, more the transposing tile.
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, packed.effective_strides, desc.effective_strides, desc.element_bits)
+    assert plan.describe()["mode"] == ("interleave" if channels <= 7 else "tile")
     dt = ds.numpy_dtype(desc.data_type)
     planes = _random_buffer(desc.element_count * dt.itemsize, 100 + channels).view(dt).reshape(sizes)
     out = _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels)

@@ -119,8 +119,10 @@ static inline void DMLS_FN(dmls_deinterleave_)(const char *s, char *d, int64_t k
     }
 }
 
-/* The inverse: kn (2-4) contiguous planes kss bytes apart interleaved into
-   d[j * kn + a] = plane_a[j]; n pixels. */
+/* The inverse: kn (2-7) contiguous planes kss bytes apart interleaved into
+   d[j * kn + a] = plane_a[j]; n pixels.  Five to seven planes go a block
+   of pixels at a time, one plane after another, so that the block's
+   destination lines stay in L1 until every channel is in. */
 static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t n) {
     const char *s0 = s, *s1 = s + kss, *s2 = s + 2 * kss, *s3 = s + 3 * kss;
     T v0, v1, v2, v3;
@@ -147,7 +149,7 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
             memcpy(d + (3 * b + 1) * W, &v1, W);
             memcpy(d + (3 * b + 2) * W, &v2, W);
         }
-    } else {
+    } else if (kn == 4) {
         for (b = 0; b < n; b++) {
             memcpy(&v0, s0 + b * W, W);
             memcpy(&v1, s1 + b * W, W);
@@ -157,6 +159,19 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
             memcpy(d + (4 * b + 1) * W, &v1, W);
             memcpy(d + (4 * b + 2) * W, &v2, W);
             memcpy(d + (4 * b + 3) * W, &v3, W);
+        }
+    } else {
+        const int64_t block = 512;
+        int64_t jb, je, a;
+        for (jb = 0; jb < n; jb = je) {
+            je = jb + block < n ? jb + block : n;
+            for (a = 0; a < kn; a++) {
+                const char *sa = s0 + a * kss;
+                for (b = jb; b < je; b++) {
+                    memcpy(&v0, sa + b * W, W);
+                    memcpy(d + (kn * b + a) * W, &v0, W);
+                }
+            }
         }
     }
 }
