@@ -198,7 +198,8 @@ def test_gather_into_out_that_aliases_the_buffer(dtype, threads):
 BLOCK_CASES = [
     ("perm8d", (2, 3, 5, 2, 3, 17, 4, 3), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
     ("perm8d_pow2", (2, 4, 8, 2, 4, 16, 4, 8), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
-    ("perm5d", (3, 7, 6, 5, 11), (1, 4, 0, 3, 2), True, False),
+    # Scatter: K = 11 (330 would leave J at 6) and J = 6 x 5 x 3.
+    ("perm5d", (3, 7, 6, 5, 11), (1, 4, 0, 3, 2), True, True),
     ("perm4d_wide", (2, 9, 13, 70), (2, 0, 3, 1), True, True),
     # A source-contiguous run of 2000 exceeds the group limit: it is split.
     ("split_k", (3, 50, 40, 9, 2), (3, 0, 4, 1, 2), True, True),
@@ -207,6 +208,9 @@ BLOCK_CASES = [
     # for 1- and 2-byte elements (scatter).
     ("page_rows", (2, 9, 6, 5), [4096 * 40, 1, 4096 * 6, 4096], True, True),
     ("page_rows_ragged", (2, 11, 7, 13), [4096 * 120, 1, 4096 * 14, 4096], True, True),
+    # Prime dimensions that do not split: the longest K (40 x 17) would leave
+    # J one dimension of 11, so the scatter takes K = 40 and J = 11 x 19 x 2.
+    ("prime_6d", (2, 3, 11, 19, 17, 40), (4, 1, 5, 0, 3, 2), True, True),
     # A broadcast (zero-stride) outer dimension in front of a scrambled order.
     ("broadcast_outer", (3, 2, 9, 13, 70), [0, 9 * 70, 1, 9 * 70 * 2, 9], True, False),
     # A regression: the destination's innermost stride is 2 elements, so no
@@ -254,6 +258,15 @@ def test_block_transpose_gather_scatter(dtype, name, sizes, spec, gather_block, 
     expect = buf.copy()
     _view(expect, dt, sizes, strides)[...] = values
     assert bytes(out) == expect.tobytes()
+
+
+def test_block_split_keeps_both_runs_long():
+    sizes = (2, 3, 11, 19, 17, 40)
+    strides = _elem_strides("float32", sizes, (4, 1, 5, 0, 3, 2))
+    packed = list(ds.BufferTensorDesc("float32", sizes).effective_strides)
+    block = _plan(sizes, packed, strides, 4)["block"]
+    assert [n for n, _ in block["k"]] == [40]
+    assert [n for n, _ in block["j"]] == [11, 19, 2]
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
