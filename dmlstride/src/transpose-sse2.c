@@ -138,35 +138,43 @@ static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, 
 }
 
 /* Destination rows line-aligned (d and dk multiples of 64) and jn a
-   multiple of 64 / W: strips of one destination line by four source
-   lines of k.  Source rows a multiple of 4 KiB apart would share one L1
-   set while a strip walks down them: they are copied to a padded buffer
-   first.  Covers rows k < *kdone (a multiple of 16 / W) and all jn. */
+   multiple of 64 / W: passes of up to 64 j (source rows) by TK k; in a
+   pass, each group of N k rows gets its lines for all the pass's j written
+   one after another (up to 256 bytes per row for 4-byte elements, 512 for
+   8), so that DRAM sees runs of lines rather than one line per row: with
+   rows a power of two apart, single lines land in one bank and a 4096 x
+   4096 float32 transpose ran at a third of the speed of a 4112 x 4112 one.
+   Source rows a multiple of 4 KiB apart would share one L1 set while the
+   pass walks down them: they are copied to a padded buffer first.  Covers
+   rows k < *kdone (a multiple of 16 / W) and all jn. */
 static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
-    enum { SP = 256 + 16 };
-    char *sst = scratch;                    /* 64 * SP bytes */
+    enum { SP = 256 + 16, JB = 64 };
+    char *sst = scratch;                    /* JB * SP bytes */
     const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
     const int sstaged = sj % 4096 == 0;
     const int64_t kf = kn - kn % N;
-    int64_t jb, kb, ke, k;
-    for (jb = 0; jb < jn; jb += E) {
+    int64_t j0, nj, jb, kb, ke, k;
+    for (j0 = 0; j0 < jn; j0 += JB) {
+        nj = jn - j0 < JB ? jn - j0 : JB;  /* a multiple of E, as jn and JB are */
         for (kb = 0; kb < kf; kb += TK) {
-            const char *sb = s + jb * sj;
+            const char *sb = s + j0 * sj;
             int64_t ss = sj;
             ke = kb + TK < kf ? kb + TK : kf;
             if (sstaged) {
-                sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, E, (ke - kb) * W) - kb * W;
+                sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, nj, (ke - kb) * W) - kb * W;
                 ss = SP;
             }
             for (k = kb; k < ke; k += N) {
-                const char *sp = sb + k * W;
-                char *dp = d + k * dk + jb * W;
-                switch (W) {
-                case 1: dmls_line1(sp, ss, dp, dk); break;
-                case 2: dmls_line2(sp, ss, dp, dk); break;
-                case 4: dmls_line4(sp, ss, dp, dk); break;
-                default: dmls_line8(sp, ss, dp, dk); break;
+                for (jb = 0; jb < nj; jb += E) {
+                    const char *sp = sb + jb * ss + k * W;
+                    char *dp = d + k * dk + (j0 + jb) * W;
+                    switch (W) {
+                    case 1: dmls_line1(sp, ss, dp, dk); break;
+                    case 2: dmls_line2(sp, ss, dp, dk); break;
+                    case 4: dmls_line4(sp, ss, dp, dk); break;
+                    default: dmls_line8(sp, ss, dp, dk); break;
+                    }
                 }
             }
         }
