@@ -119,10 +119,20 @@ static inline void DMLS_FN(dmls_deinterleave_)(const char *s, char *d, int64_t k
     }
 }
 
+/* K (5-7, a constant where it is inlined) planes kss bytes apart
+   interleaved into d, pixel by pixel: K loads, then K adjacent stores. */
+static inline void DMLS_FN(dmls_interleave_k_)(const char *s0, int64_t kss, char *d, int64_t n, const int K) {
+    int64_t b;
+    int a;
+    T v[8];
+    for (b = 0; b < n; b++) {
+        for (a = 0; a < K; a++) memcpy(&v[a], s0 + a * kss + b * W, W);
+        for (a = 0; a < K; a++) memcpy(d + (K * b + a) * W, &v[a], W);
+    }
+}
+
 /* The inverse: kn (2-7) contiguous planes kss bytes apart interleaved into
-   d[j * kn + a] = plane_a[j]; n pixels.  Five to seven planes go a block
-   of pixels at a time, one plane after another, so that the block's
-   destination lines stay in L1 until every channel is in. */
+   d[j * kn + a] = plane_a[j]; n pixels. */
 static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t n) {
     const char *s0 = s, *s1 = s + kss, *s2 = s + 2 * kss, *s3 = s + 3 * kss;
     T v0, v1, v2, v3;
@@ -160,19 +170,12 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
             memcpy(d + (4 * b + 2) * W, &v2, W);
             memcpy(d + (4 * b + 3) * W, &v3, W);
         }
+    } else if (kn == 5) {
+        DMLS_FN(dmls_interleave_k_)(s0, kss, d, n, 5);
+    } else if (kn == 6) {
+        DMLS_FN(dmls_interleave_k_)(s0, kss, d, n, 6);
     } else {
-        const int64_t block = 512;
-        int64_t jb, je, a;
-        for (jb = 0; jb < n; jb = je) {
-            je = jb + block < n ? jb + block : n;
-            for (a = 0; a < kn; a++) {
-                const char *sa = s0 + a * kss;
-                for (b = jb; b < je; b++) {
-                    memcpy(&v0, sa + b * W, W);
-                    memcpy(d + (kn * b + a) * W, &v0, W);
-                }
-            }
-        }
+        DMLS_FN(dmls_interleave_k_)(s0, kss, d, n, 7);
     }
 }
 
