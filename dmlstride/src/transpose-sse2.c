@@ -74,24 +74,38 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
     *jdone = jf;
 }
 
-/* Copy with non-temporal stores (no read-for-ownership of the
-   destination): for long runs in copies much larger than the caches. */
-static void dmls_stream_copy(char *d, const char *s, int64_t n) {
-    int64_t head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15), i;
-    if (head > n) head = n;
-    memcpy(d, s, (size_t)head);
-    d += head; s += head; n -= head;
+/* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
+   or ordinary aligned stores (stream is a constant where this is inlined). */
+static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
+    int64_t i;
     for (i = 0; i + 64 <= n; i += 64) {
         __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i));
         __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
         __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
         __m128i x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
-        _mm_stream_si128((__m128i *)(d + i), x0);
-        _mm_stream_si128((__m128i *)(d + i + 16), x1);
-        _mm_stream_si128((__m128i *)(d + i + 32), x2);
-        _mm_stream_si128((__m128i *)(d + i + 48), x3);
+        if (stream) {
+            _mm_stream_si128((__m128i *)(d + i), x0);
+            _mm_stream_si128((__m128i *)(d + i + 16), x1);
+            _mm_stream_si128((__m128i *)(d + i + 32), x2);
+            _mm_stream_si128((__m128i *)(d + i + 48), x3);
+        } else {
+            _mm_store_si128((__m128i *)(d + i), x0);
+            _mm_store_si128((__m128i *)(d + i + 16), x1);
+            _mm_store_si128((__m128i *)(d + i + 32), x2);
+            _mm_store_si128((__m128i *)(d + i + 48), x3);
+        }
     }
     memcpy(d + i, s + i, (size_t)(n - i));
+}
+
+/* Copy with non-temporal stores (no read-for-ownership of the
+   destination): for long runs in copies much larger than the caches. */
+static void dmls_stream_copy(char *d, const char *s, int64_t n) {
+    int64_t head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15);
+    if (head > n) head = n;
+    memcpy(d, s, (size_t)head);
+    d += head; s += head; n -= head;
+    dmls_copy_body(d, s, n, 1);
 }
 
 /* Copy with ordinary stores.  glibc's memcpy copies runs of a few KiB to a
@@ -101,7 +115,7 @@ static void dmls_stream_copy(char *d, const char *s, int64_t n) {
    loop, stores aligned to whole lines, does not.  Every other run goes to
    memcpy. */
 static void dmls_copy(char *d, const char *s, int64_t n) {
-    int64_t head, i;
+    int64_t head;
     if (n < 2048 || (((uintptr_t)d - (uintptr_t)s) & 4095) >= 64 || d == s) {
         memcpy(d, s, (size_t)n);
         return;
@@ -109,17 +123,7 @@ static void dmls_copy(char *d, const char *s, int64_t n) {
     head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
     memcpy(d, s, (size_t)head);
     d += head; s += head; n -= head;
-    for (i = 0; i + 64 <= n; i += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i));
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
-        _mm_store_si128((__m128i *)(d + i), x0);
-        _mm_store_si128((__m128i *)(d + i + 16), x1);
-        _mm_store_si128((__m128i *)(d + i + 32), x2);
-        _mm_store_si128((__m128i *)(d + i + 48), x3);
-    }
-    memcpy(d + i, s + i, (size_t)(n - i));
+    dmls_copy_body(d, s, n, 0);
 }
 
 /* Non-temporal transposes, for copies far larger than the caches: the
