@@ -508,3 +508,29 @@ def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, th
         start = dst.ctypes.data - parent.ctypes.data
         expect[start:start + nbytes] = src[:nbytes]
         assert parent.tobytes() == expect.tobytes()
+
+
+# Rows of 512 bytes and more are written with streaming stores when the copy
+# streams: rows just under and over that, padded on either side, or broadcast
+# along a dimension, at several destination offsets.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("row_bytes", [496, 512, 520, 1000, 4096, 4104])
+@pytest.mark.parametrize("dst_offset", [0, 8, 16, 48])
+@pytest.mark.parametrize("source", ["padded", "broadcast"])
+def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads):
+    itemsize = np.dtype(dtype).itemsize
+    n = row_bytes // itemsize
+    sizes = [3, 5, n]
+    if source == "padded":
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[5 * (n + 8), n + 8, 1])
+    else:
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[n, 0, 1])
+    dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == "memcpy" and plan["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect
