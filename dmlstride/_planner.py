@@ -286,7 +286,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     split_segments(plan)
-    plan.stream = mode in ("memcpy", "tile") and plan.dst_bytes >= stream_min_total
+    plan.stream = mode in ("memcpy", "fill", "tile") and plan.dst_bytes >= stream_min_total
     return plan
 
 

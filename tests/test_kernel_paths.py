@@ -511,24 +511,27 @@ def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, th
 
 
 # Rows of 512 bytes and more are written with streaming stores when the copy
-# streams: rows just under and over that, padded on either side, or broadcast
-# along a dimension, at several destination offsets.
+# streams: rows just under and over that, padded on either side, broadcast
+# along a dimension, or one element repeated along the row (a fill, streamed
+# from a pattern of up to 1 KiB), at several destination offsets.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("row_bytes", [496, 512, 520, 1000, 4096, 4104])
-@pytest.mark.parametrize("dst_offset", [0, 8, 16, 48])
-@pytest.mark.parametrize("source", ["padded", "broadcast"])
+@pytest.mark.parametrize("dst_offset", [0, 1, 8, 16, 48])
+@pytest.mark.parametrize("source", ["padded", "broadcast", "fill"])
 def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads):
     itemsize = np.dtype(dtype).itemsize
     n = row_bytes // itemsize
     sizes = [3, 5, n]
     if source == "padded":
         src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[5 * (n + 8), n + 8, 1])
-    else:
+    elif source == "broadcast":
         src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[n, 0, 1])
+    else:  # one element per (i, j), repeated along the row
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[5, 1, 0])
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
-    assert plan["mode"] == "memcpy" and plan["stream"]
+    assert plan["mode"] == ("fill" if source == "fill" else "memcpy") and plan["stream"]
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)

@@ -44,10 +44,17 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         else
             dmls_isa.copy(d, s, n * w);
     } else if (p->mode == DMLS_MODE_FILL) {
+        int64_t rest = n;
+        if (p->stream && ids == w && n * w >= DMLS_STREAM_MIN_RUN) {
+            /* streaming stores for the body, the loop below for the rest */
+            int64_t done = dmls_isa.stream_fill(w, s, d, n);
+            d += done * w;
+            rest -= done;
+        }
         if (w == 1 && ids == 1)
-            memset(d, *(const unsigned char *)s, (size_t)n);
+            memset(d, *(const unsigned char *)s, (size_t)rest);
         else
-            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, n, ids));
+            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, rest, ids));
     } else {
         DMLS_BY_WIDTH(w, dmls_strided_, (s, d, n, iss, ids));
     }

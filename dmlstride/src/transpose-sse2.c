@@ -126,6 +126,37 @@ static void dmls_copy(char *d, const char *s, int64_t n) {
     dmls_copy_body(d, s, n, 0);
 }
 
+/* n copies of the W-byte element at s from d with streaming stores: the
+   elements before the first 16-byte boundary with ordinary stores, then the
+   element repeated across a register, 64 bytes per step.  Leaves the tail
+   (under 64 bytes) and a d that is not a whole number of elements from a
+   16-byte boundary to the caller. */
+static int64_t dmls_stream_fill(int W, const char *s, char *d, int64_t n) {
+    __m128i v;
+    int64_t head, i, body;
+    uint64_t x8 = 0;
+    if ((uintptr_t)d % (uintptr_t)W != 0) return 0;
+    head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15) / W;
+    if (head > n) return 0;
+    memcpy(&x8, s, (size_t)W);
+    switch (W) {
+    case 1: v = _mm_set1_epi8((char)x8); break;
+    case 2: v = _mm_set1_epi16((short)x8); break;
+    case 4: v = _mm_set1_epi32((int)x8); break;
+    default: v = _mm_set1_epi64x((long long)x8); break;
+    }
+    for (i = 0; i < head; i++) memcpy(d + i * W, s, (size_t)W);
+    body = (n - head) * W / 64 * 64;
+    for (i = 0; i < body; i += 64) {
+        char *p = d + head * W + i;
+        _mm_stream_si128((__m128i *)p, v);
+        _mm_stream_si128((__m128i *)(p + 16), v);
+        _mm_stream_si128((__m128i *)(p + 32), v);
+        _mm_stream_si128((__m128i *)(p + 48), v);
+    }
+    return head + body / W;
+}
+
 /* Non-temporal transposes, for copies far larger than the caches: the
    destination is written with streaming stores that skip the read for
    ownership (a third of the memory traffic of an ordinary store), each
@@ -239,6 +270,7 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->stream_copy = dmls_stream_copy;
     t->store_fence = sfence;
     t->copy = dmls_copy;
+    t->stream_fill = dmls_stream_fill;
     dmls_interleave_sse2(t);
     dmls_nibble_sse2(t);
 }
