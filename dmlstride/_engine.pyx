@@ -104,8 +104,8 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     c.inner_size, c.inner_src_stride, c.inner_dst_stride = kp.inner
     if kp.tile is not None:
         c.tile_size, c.tile_src_stride, c.tile_dst_stride = kp.tile
-    if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= 4:
-        raise ValueError(f"plan: {c.tile_size} interleaved channels; expected 2 to 4")
+    if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= 7:
+        raise ValueError(f"plan: {c.tile_size} interleaved channels; expected 2 to 7")
     c.segment_len = kp.segment_len
     c.segments = kp.segments
     c.tasks = kp.tasks

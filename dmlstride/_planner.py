@@ -10,7 +10,7 @@ the decision against the C limits, stores it in the structs of
 * neighbours contiguous in both operands are merged;
 * the innermost dimension is classified: contiguous in both (``memcpy``), a
   zero source stride (``fill``), a transposition (another dimension is the
-  source's fastest: ``tile``, or ``interleave`` for 2-4 planes into
+  source's fastest: ``tile``, or ``interleave`` for 2-7 planes into
   interleaved channels), or plain ``strided``;
 * a transposition whose source-contiguous run (group K) and destination-
   contiguous run (group J) span several dimensions is copied in J x K
@@ -203,10 +203,24 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
     # J starts at the destination's unit-stride dimension (the innermost).
     if inner[2] != width or any(b == 0 for _, _, b in merged):
         return None
-    kgroup, ktot = take_group(dims, 1, width, BLOCK_GROUP, None)
-    if ktot < 8:
+    # K is taken first, as long as allowed, and J gets what room is left; when
+    # that leaves J short (dimensions like 11 or 19 do not split), a shorter K
+    # may leave room for a longer J: keep the split whose shorter side is
+    # longest (both sides' runs are what the copy streams).
+    best = None
+    for klimit in (BLOCK_GROUP, 256, 64, 16):
+        rest = list(dims)
+        kgroup, ktot = take_group(rest, 1, width, klimit, None)
+        if ktot < 8:
+            break
+        jgroup, jtot = take_group(rest, 2, width, min(BLOCK_GROUP, BLOCK_ELEMS // ktot), inner)
+        if best is None or min(ktot, jtot) > min(best[1], best[3]):
+            best = (kgroup, ktot, jgroup, jtot, rest)
+        if jtot >= 64 // width:  # J already spans a destination line
+            break
+    if best is None:
         return None
-    jgroup, jtot = take_group(dims, 2, width, min(BLOCK_GROUP, BLOCK_ELEMS // ktot), inner)
+    kgroup, ktot, jgroup, jtot, dims = best
     # Two single dimensions are a plain 2-D transpose: the tile path does those.
     if jtot < 8 or (len(kgroup) == 1 and len(jgroup) == 1):
         return None
@@ -260,7 +274,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         if best >= 0 and inner_n >= 8:
             mode = "tile"
             tile = outer.pop(best)
-        elif best >= 0 and inner_n <= 4 and inner_ds == width:
+        elif best >= 0 and inner_n <= 7 and inner_ds == width:
             # Interleave a few channels: the source-fast dimension k becomes
             # the loop, the destination-fast (small) one the channels.
             n, a, b = outer[best]
@@ -272,7 +286,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     split_segments(plan)
-    plan.stream = mode in ("memcpy", "tile") and plan.dst_bytes >= stream_min_total
+    plan.stream = mode in ("memcpy", "fill", "tile") and plan.dst_bytes >= stream_min_total
     return plan
 
 

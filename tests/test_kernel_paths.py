@@ -8,7 +8,7 @@ never against dmlstride itself:
   micro-kernels, the staging tile and their edges (a regression: the byte
   staging tile once overflowed its stack buffer with k >= 128 and a j
   remainder);
-* the de-interleave kernels for 2, 3 and 4 channels;
+* the de-interleave and interleave kernels for 2 to 8 channels;
 * 4-bit tensors packed in any memory order, which go through byte staging
   blocks, including blocks that start on an odd nibble, and 4-bit copies
   with nibbles on both sides (source runs unpacked, reordered as bytes,
@@ -66,13 +66,17 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("channels", [2, 3, 4, 5])
+@pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     sizes = (3, channels, 37, 129)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
-    # And back: planes interleaved into pixels (scatter), against numpy assignment.
+    # And back: planes interleaved into pixels (scatter), against numpy assignment;
+    # up to 7 channels take the interleave kernel, more the transposing tile.
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, packed.effective_strides, desc.effective_strides, desc.element_bits)
+    assert plan.describe()["mode"] == ("interleave" if channels <= 7 else "tile")
     dt = ds.numpy_dtype(desc.data_type)
     planes = _random_buffer(desc.element_count * dt.itemsize, 100 + channels).view(dt).reshape(sizes)
     out = _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels)
@@ -194,7 +198,8 @@ def test_gather_into_out_that_aliases_the_buffer(dtype, threads):
 BLOCK_CASES = [
     ("perm8d", (2, 3, 5, 2, 3, 17, 4, 3), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
     ("perm8d_pow2", (2, 4, 8, 2, 4, 16, 4, 8), (3, 0, 6, 1, 7, 4, 2, 5), True, True),
-    ("perm5d", (3, 7, 6, 5, 11), (1, 4, 0, 3, 2), True, False),
+    # Scatter: K = 11 (330 would leave J at 6) and J = 6 x 5 x 3.
+    ("perm5d", (3, 7, 6, 5, 11), (1, 4, 0, 3, 2), True, True),
     ("perm4d_wide", (2, 9, 13, 70), (2, 0, 3, 1), True, True),
     # A source-contiguous run of 2000 exceeds the group limit: it is split.
     ("split_k", (3, 50, 40, 9, 2), (3, 0, 4, 1, 2), True, True),
@@ -203,6 +208,9 @@ BLOCK_CASES = [
     # for 1- and 2-byte elements (scatter).
     ("page_rows", (2, 9, 6, 5), [4096 * 40, 1, 4096 * 6, 4096], True, True),
     ("page_rows_ragged", (2, 11, 7, 13), [4096 * 120, 1, 4096 * 14, 4096], True, True),
+    # Prime dimensions that do not split: the longest K (40 x 17) would leave
+    # J one dimension of 11, so the scatter takes K = 40 and J = 11 x 19 x 2.
+    ("prime_6d", (2, 3, 11, 19, 17, 40), (4, 1, 5, 0, 3, 2), True, True),
     # A broadcast (zero-stride) outer dimension in front of a scrambled order.
     ("broadcast_outer", (3, 2, 9, 13, 70), [0, 9 * 70, 1, 9 * 70 * 2, 9], True, False),
     # A regression: the destination's innermost stride is 2 elements, so no
@@ -250,6 +258,15 @@ def test_block_transpose_gather_scatter(dtype, name, sizes, spec, gather_block, 
     expect = buf.copy()
     _view(expect, dt, sizes, strides)[...] = values
     assert bytes(out) == expect.tobytes()
+
+
+def test_block_split_keeps_both_runs_long():
+    sizes = (2, 3, 11, 19, 17, 40)
+    strides = _elem_strides("float32", sizes, (4, 1, 5, 0, 3, 2))
+    packed = list(ds.BufferTensorDesc("float32", sizes).effective_strides)
+    block = _plan(sizes, packed, strides, 4)["block"]
+    assert [n for n, _ in block["k"]] == [40]
+    assert [n for n, _ in block["j"]] == [11, 19, 2]
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -419,3 +436,104 @@ def test_streaming_at_the_default_size(to_channels_last, threads):
     ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=16)
     expect = _expected_copy(src, src_desc, bytes(len(dst)), dst_desc, 16)
     assert dst.tobytes() == expect
+
+
+# Long rows are cut into segments (tasks, which may run on different
+# threads).  When the destination row is off a cache line, every interior
+# segment boundary moves back to a line boundary, so the first segment is
+# shorter and the last one longer; with one thread or two, with streaming
+# stores or not, every element must land once and nothing outside the tensor
+# may change.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("dst_offset", [0, 1, 2, 4, 8, 16, 24, 48, 56, 63])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
+@pytest.mark.parametrize("layout", ["transpose", "packed", "rows"])
+def test_segment_boundaries_at_every_destination_alignment(dtype, dst_offset, stream, layout, threads):
+    itemsize = np.dtype(dtype).itemsize
+    if dst_offset % itemsize and layout != "packed":
+        dst_offset -= dst_offset % itemsize
+    if layout == "transpose":  # column-major k x j: 300 rows of k, j in segments
+        sizes = [1030, 300]
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[1, 1030])
+        dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    elif layout == "packed":
+        sizes = [3 * 65536 + 77]
+        src_desc = dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    else:  # padded rows, each long enough to be cut in segments
+        sizes = [3, 2 * 65536 + 5]
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[2 * 65536 + 21, 1])
+        dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=[2 * 65536 + 13, 1])
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()
+        assert plan["stream"] == stream and plan["tasks"] > 1
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, dst_offset + itemsize)
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 5).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    finally:
+        _engine._set_stream_min_total(old)
+    assert bytes(dst) == expect
+
+
+def _at_page_offset(nbytes, offset, seed):
+    """A random uint8 array of nbytes starting ``offset`` bytes past a page, and its parent."""
+    raw = _random_buffer(nbytes + 8192 + 64, seed)
+    start = (-raw.ctypes.data) % 4096 + offset
+    return raw, raw[start:start + nbytes]
+
+
+# Contiguous runs with the destination a few bytes past the source modulo
+# 4 KiB take their own vector loop (a run of glibc's memcpy is many times
+# slower there): every length around the loop's threshold and its 64-byte
+# steps, every distance below a line, each element width.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("distance", [0, 1, 3, 4, 8, 16, 24, 40, 60, 63, 64, 65, 4080, 4095])
+@pytest.mark.parametrize("src_offset", [0, 8, 53])
+def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, threads):
+    itemsize = np.dtype(dtype).itemsize
+    distance -= distance % itemsize
+    src_offset -= src_offset % itemsize
+    for count in (1, 2047 // itemsize, 2048 // itemsize, 2048 // itemsize + 1, 70001 // itemsize,
+                  (300000 + 63) // itemsize):
+        desc = ds.BufferTensorDesc(dtype, [count])
+        nbytes = count * itemsize
+        total = desc.total_tensor_size_in_bytes  # nbytes rounded up to 4
+        _, src = _at_page_offset(total, src_offset, count)
+        parent, dst = _at_page_offset(total + 128, (src_offset + distance) % 4096, count + 1)
+        before = parent.copy()
+        ds.copy_tensor(src, desc, dst, desc, check_alignment=False)
+        expect = before.copy()
+        start = dst.ctypes.data - parent.ctypes.data
+        expect[start:start + nbytes] = src[:nbytes]
+        assert parent.tobytes() == expect.tobytes()
+
+
+# Rows of 512 bytes and more are written with streaming stores when the copy
+# streams: rows just under and over that, padded on either side, broadcast
+# along a dimension, or one element repeated along the row (a fill, streamed
+# from a pattern of up to 1 KiB), at several destination offsets.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("row_bytes", [496, 512, 520, 1000, 4096, 4104])
+@pytest.mark.parametrize("dst_offset", [0, 1, 8, 16, 48])
+@pytest.mark.parametrize("source", ["padded", "broadcast", "fill"])
+def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads):
+    itemsize = np.dtype(dtype).itemsize
+    n = row_bytes // itemsize
+    sizes = [3, 5, n]
+    if source == "padded":
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[5 * (n + 8), n + 8, 1])
+    elif source == "broadcast":
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[n, 0, 1])
+    else:  # one element per (i, j), repeated along the row
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[5, 1, 0])
+    dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == ("fill" if source == "fill" else "memcpy") and plan["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect

@@ -147,6 +147,28 @@ def test_outputs_can_be_resized(cache, new_shape):
     del out
 
 
+@pytest.mark.parametrize("rows", [256, 1023, 1024, 4097])
+def test_cached_outputs_start_on_a_page_boundary(cache, rows):
+    # malloc puts large blocks 16 bytes past a page; the handler's blocks
+    # start on a page (fresh, reused and resized alike), so vector stores
+    # never split a cache line.
+    buf, desc, expect = _transposed(rows, 1024)
+    out = ds.gather(buf, desc)
+    assert out.ctypes.data % 4096 == 0
+    np.testing.assert_array_equal(out, expect)
+    del out
+    again = ds.gather(buf, desc)
+    assert again.ctypes.data % 4096 == 0
+    np.testing.assert_array_equal(again, expect)
+    again.resize((3 * rows, 1024), refcheck=False)
+    assert again.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(again[:rows], expect)
+    assert not again[rows:].any()
+    again.resize((rows // 3, 1024), refcheck=False)
+    np.testing.assert_array_equal(again, expect[: rows // 3])
+    del again
+
+
 def test_outputs_behave_like_numpy_arrays(cache):
     buf, desc, expect = _transposed(1024, 512)
     out = ds.gather(buf, desc)

@@ -8,9 +8,11 @@
    is kept, up to a byte limit, and the next output of a similar size reuses
    it, already mapped.  Every call comes from numpy with the GIL held (array
    creation, resize and deallocation), so the cache needs no lock; a
-   free-threaded build does not cache.  Each block has a header holding its
-   capacity; the data starts DMLS_HEADER bytes in (16-byte aligned, as
-   malloc's blocks are). */
+   free-threaded build does not cache.  A block's data starts on a page
+   boundary if it is at least DMLS_CACHE_MIN bytes, else on a 64-byte cache
+   line (malloc's own large blocks start 16 bytes past a page, so every
+   vector store would split a cache line); a header just before the data
+   holds the start of the malloc'd region and the capacity. */
 #ifndef DMLS_ALLOC_H
 #define DMLS_ALLOC_H
 

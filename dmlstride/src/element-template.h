@@ -119,45 +119,33 @@ static inline void DMLS_FN(dmls_deinterleave_)(const char *s, char *d, int64_t k
     }
 }
 
-/* The inverse: kn (2-4) contiguous planes kss bytes apart interleaved into
+/* K (2-7, a constant where it is inlined) planes kss bytes apart
+   interleaved into d, pixel by pixel: K loads, then K adjacent stores. */
+static inline void DMLS_FN(dmls_interleave_k_)(const char *s0, int64_t kss, char *d, int64_t n, const int K) {
+    int64_t b;
+    int a;
+    T v[8];
+    for (b = 0; b < n; b++) {
+        for (a = 0; a < K; a++) memcpy(&v[a], s0 + a * kss + b * W, W);
+        for (a = 0; a < K; a++) memcpy(d + (K * b + a) * W, &v[a], W);
+    }
+}
+
+/* The inverse: kn (2-7) contiguous planes kss bytes apart interleaved into
    d[j * kn + a] = plane_a[j]; n pixels. */
 static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t n) {
-    const char *s0 = s, *s1 = s + kss, *s2 = s + 2 * kss, *s3 = s + 3 * kss;
-    T v0, v1, v2, v3;
-    int64_t b, done = 0;
-    if (kn == 3 && W == 4) done = dmls_isa.int3_32(s0, s1, s2, d, n);
-    s0 += done * W;
-    s1 += done * W;
-    s2 += done * W;
-    d += 3 * done * W;
+    int64_t done = 0;
+    if (kn == 3 && W == 4) done = dmls_isa.int3_32(s, s + kss, s + 2 * kss, d, n);
+    s += done * W;
+    d += kn * done * W;
     n -= done;
-    if (kn == 2) {
-        for (b = 0; b < n; b++) {
-            memcpy(&v0, s0 + b * W, W);
-            memcpy(&v1, s1 + b * W, W);
-            memcpy(d + (2 * b) * W, &v0, W);
-            memcpy(d + (2 * b + 1) * W, &v1, W);
-        }
-    } else if (kn == 3) {
-        for (b = 0; b < n; b++) {
-            memcpy(&v0, s0 + b * W, W);
-            memcpy(&v1, s1 + b * W, W);
-            memcpy(&v2, s2 + b * W, W);
-            memcpy(d + (3 * b) * W, &v0, W);
-            memcpy(d + (3 * b + 1) * W, &v1, W);
-            memcpy(d + (3 * b + 2) * W, &v2, W);
-        }
-    } else {
-        for (b = 0; b < n; b++) {
-            memcpy(&v0, s0 + b * W, W);
-            memcpy(&v1, s1 + b * W, W);
-            memcpy(&v2, s2 + b * W, W);
-            memcpy(&v3, s3 + b * W, W);
-            memcpy(d + (4 * b) * W, &v0, W);
-            memcpy(d + (4 * b + 1) * W, &v1, W);
-            memcpy(d + (4 * b + 2) * W, &v2, W);
-            memcpy(d + (4 * b + 3) * W, &v3, W);
-        }
+    switch (kn) {
+    case 2: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 2); break;
+    case 3: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 3); break;
+    case 4: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 4); break;
+    case 5: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 5); break;
+    case 6: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 6); break;
+    default: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 7); break;
     }
 }
 

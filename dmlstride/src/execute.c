@@ -42,12 +42,19 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         if (p->stream && n * w >= DMLS_STREAM_MIN_RUN)
             dmls_isa.stream_copy(d, s, n * w);
         else
-            memcpy(d, s, (size_t)(n * w));
+            dmls_isa.copy(d, s, n * w);
     } else if (p->mode == DMLS_MODE_FILL) {
+        int64_t rest = n;
+        if (p->stream && ids == w && n * w >= DMLS_STREAM_MIN_RUN) {
+            /* streaming stores for the body, the loop below for the rest */
+            int64_t done = dmls_isa.stream_fill(w, s, d, n);
+            d += done * w;
+            rest -= done;
+        }
         if (w == 1 && ids == 1)
-            memset(d, *(const unsigned char *)s, (size_t)n);
+            memset(d, *(const unsigned char *)s, (size_t)rest);
         else
-            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, n, ids));
+            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, rest, ids));
     } else {
         DMLS_BY_WIDTH(w, dmls_strided_, (s, d, n, iss, ids));
     }
@@ -79,18 +86,38 @@ static inline void outer_offsets(const dmls_plan *p, int64_t o, int64_t *idx, in
     }
 }
 
+/* How many elements to move the segment boundaries of a row back so that
+   each boundary falls on a destination cache line: 0 unless the row's
+   destination is contiguous and off a line boundary.  Then no line is
+   split between two segments (which may run on different threads), and a
+   segment's body is whole lines (which streaming stores and the tile path's
+   line strips need).  Segments are multiples of 64 elements, so moving every
+   interior boundary back by the same e - a elements (fewer than one line)
+   keeps each segment non-empty. */
+static inline int64_t segment_shift(const dmls_plan *p, const char *d, int64_t do_) {
+    const int64_t w = p->width, e = 64 / p->width;
+    uintptr_t off = (uintptr_t)(d + do_) % 64;
+    if (p->segments < 2 || p->inner_dst_stride != w || p->segment_len % e != 0 ||
+            off % (uintptr_t)w != 0 || off == 0 ||
+            (p->mode != DMLS_MODE_MEMCPY && p->mode != DMLS_MODE_TILE))
+        return 0;
+    return e - (int64_t)(64 - off) / w;
+}
+
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
-    int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t;
+    int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
     if (t0 >= t1) return;
     outer_offsets(p, t0 / p->segments, idx, &so, &do_);
     seg = t0 % p->segments;
+    shift = segment_shift(p, d, do_);
     for (t = t0; t < t1; t++) {
-        j0 = seg * p->segment_len;
-        j1 = j0 + p->segment_len < p->inner_size ? j0 + p->segment_len : p->inner_size;
+        j0 = seg == 0 ? 0 : seg * p->segment_len - shift;
+        j1 = seg + 1 == p->segments ? p->inner_size : (seg + 1) * p->segment_len - shift;
         row(p, s, d, so, do_, j0, j1, scratch);
         if (++seg == p->segments) {
             seg = 0;
             next_outer(p, idx, &so, &do_);
+            shift = segment_shift(p, d, do_);
         }
     }
     if (p->stream) dmls_isa.store_fence();

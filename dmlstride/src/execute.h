@@ -11,7 +11,7 @@
 #define DMLS_PARALLEL_MIN_BYTES ((int64_t)1 << 18)
 /* Contiguous runs of at least this many bytes use streaming stores (in
    plans that stream). */
-#define DMLS_STREAM_MIN_RUN ((int64_t)1 << 12)
+#define DMLS_STREAM_MIN_RUN ((int64_t)1 << 9)
 
 /* Copy c from s to d (both at the tensor's start) on up to nthreads
    threads.  scratch: this thread's arena (dmls_scratch()).  The caller has

@@ -34,6 +34,11 @@ static int64_t nibbles_none(const unsigned char *a, unsigned char *b, int64_t nb
 }
 static void stream_copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
 static void fence_none(void) {}
+static void copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
+static int64_t stream_fill_none(int W, const char *s, char *d, int64_t n) {
+    (void)W; (void)s; (void)d; (void)n;
+    return 0;
+}
 
 void dmls_isa_generic(dmls_isa_t *t) {
     t->level = DMLS_ISA_GENERIC;
@@ -47,11 +52,13 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->pack_nibbles = nibbles_none;
     t->stream_copy = stream_copy_plain;
     t->store_fence = fence_none;
+    t->copy = copy_plain;
+    t->stream_fill = stream_fill_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
                        deint3_none, deint3_none, int3_none, nibbles_none, nibbles_none,
-                       stream_copy_plain, fence_none};
+                       stream_copy_plain, fence_none, copy_plain, stream_fill_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

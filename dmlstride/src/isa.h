@@ -57,6 +57,11 @@ typedef struct {
     /* Copy with non-temporal stores, and the fence that ends a run of them. */
     void (*stream_copy)(char *d, const char *s, int64_t n);
     void (*store_fence)(void);
+    /* Copy n bytes with ordinary stores, as memcpy (no overlap). */
+    void (*copy)(char *d, const char *s, int64_t n);
+    /* n copies of the W-byte element at s, contiguous from d, with
+       streaming stores; returns the elements written (from the start). */
+    int64_t (*stream_fill)(int W, const char *s, char *d, int64_t n);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
