@@ -16,7 +16,7 @@ from libc.stdint cimport int64_t, uint16_t, uintptr_t
 
 cimport numpy as cnp
 
-from dmlstride._bounds cimport check_range
+from dmlstride._bounds cimport check_range, get_contiguous, refuse_read_only
 
 from dmlstride._convert_kernels cimport *
 
@@ -64,18 +64,8 @@ def f16_bits_to_f32(uint16_t h):
 cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -1:
     # What a buffer holds (plain data, no Python objects or pointers) was checked by
     # the caller through the engine's buffer check; this re-acquires it for the call.
-    try:
-        PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
-    except TypeError:
-        raise TypeError(
-            f"{name} must support the buffer protocol (bytes, bytearray, memoryview, "
-            f"array.array, numpy.ndarray, mmap, ...), not {type(obj).__name__}"
-        ) from None
-    except (BufferError, ValueError) as exc:
-        raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory") from None
-    if writable and view.readonly:
-        PyBuffer_Release(view)
-        raise BufferError(f"{name} is read-only; expected a writable buffer")
+    get_contiguous(view, obj, PyBUF_ANY_CONTIGUOUS, name)
+    refuse_read_only(view, writable, name)
     return 0
 
 

@@ -26,7 +26,7 @@ from libc.string cimport memcpy, memset, strchr
 
 cimport numpy as cnp
 
-from dmlstride._bounds cimport check_range
+from dmlstride._bounds cimport check_range, get_contiguous, refuse_read_only
 import numpy as np
 
 from dmlstride._kernels cimport *
@@ -386,25 +386,14 @@ cdef int _acquire(Py_buffer* view, object obj, bint writable, str name) except -
     cdef bint is_array = cnp.PyArray_Check(obj)
     if is_array:
         _refuse_unsafe(obj, NULL, name)
-    try:
-        PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS if is_array else PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT)
-    except TypeError:
-        raise TypeError(
-            f"{name} must support the buffer protocol (bytes, bytearray, memoryview, "
-            f"array.array, numpy.ndarray, mmap, ...), not {type(obj).__name__}"
-        ) from None
-    except (BufferError, ValueError) as exc:
-        # numpy reports a non-contiguous array as ValueError, others as BufferError.
-        raise BufferError(f"{name} is not a contiguous buffer ({exc}); expected contiguous memory (for a strided numpy view, dmlstride.view_source(view) gives the buffer it lives in, its byte offset and its descriptor)") from None
+    get_contiguous(view, obj, PyBUF_ANY_CONTIGUOUS if is_array else PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT, name)
     if not is_array:
         try:
             _refuse_unsafe(obj, view.format, name)
         except BaseException:
             PyBuffer_Release(view)
             raise
-    if writable and view.readonly:
-        PyBuffer_Release(view)
-        raise BufferError(f"{name} is read-only; expected a writable buffer")
+    refuse_read_only(view, writable, name)
     return 0
 
 
