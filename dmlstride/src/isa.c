@@ -32,6 +32,10 @@ static int64_t nibbles_none(const unsigned char *a, unsigned char *b, int64_t nb
     (void)a; (void)b; (void)nbytes;
     return 0;
 }
+static int64_t unpack_none(const unsigned char *q, unsigned char *out, int64_t nbytes, int sign) {
+    (void)q; (void)out; (void)nbytes; (void)sign;
+    return 0;
+}
 static void stream_copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
 static void fence_none(void) {}
 static void copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
@@ -48,7 +52,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->deint3_u8 = deint3_none;
     t->deint3_32 = deint3_none;
     t->int3_32 = int3_none;
-    t->unpack_nibbles = nibbles_none;
+    t->unpack_nibbles = unpack_none;
     t->pack_nibbles = nibbles_none;
     t->stream_copy = stream_copy_plain;
     t->store_fence = fence_none;
@@ -57,7 +61,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
-                       deint3_none, deint3_none, int3_none, nibbles_none, nibbles_none,
+                       deint3_none, deint3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none};
 
 #if DMLSTRIDE_HAVE_SSSE3

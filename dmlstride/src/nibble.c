@@ -5,20 +5,20 @@
 void dmls_unpack(const uint8_t *s, int64_t nib0, int64_t n, uint8_t *out, int sign) {
     int64_t i = 0, k, pairs;
     const uint8_t *q;
+    /* Sign extension of a 4-bit value v: (v ^ 8) - 8; with sign unset, v. */
+    const uint8_t x8 = sign ? 0x08 : 0;
     if (n <= 0) return;
     if (nib0 & 1) {
-        out[0] = s[nib0 >> 1] >> 4;
+        out[0] = (uint8_t)(((s[nib0 >> 1] >> 4) ^ x8) - x8);
         i = 1;
     }
     q = s + ((nib0 + i) >> 1);
     pairs = (n - i) >> 1;
-    for (k = dmls_isa.unpack_nibbles(q, out + i, pairs); k < pairs; k++) {
-        out[i + 2 * k] = q[k] & 0x0F;
-        out[i + 2 * k + 1] = q[k] >> 4;
+    for (k = dmls_isa.unpack_nibbles(q, out + i, pairs, sign); k < pairs; k++) {
+        out[i + 2 * k] = (uint8_t)(((q[k] & 0x0F) ^ x8) - x8);
+        out[i + 2 * k + 1] = (uint8_t)(((q[k] >> 4) ^ x8) - x8);
     }
-    if (i + 2 * pairs < n) out[n - 1] = q[pairs] & 0x0F;
-    if (sign)
-        for (k = 0; k < n; k++) out[k] = (uint8_t)((out[k] ^ 0x08) - 0x08);
+    if (i + 2 * pairs < n) out[n - 1] = (uint8_t)(((q[pairs] & 0x0F) ^ x8) - x8);
 }
 
 void dmls_pack(const uint8_t *src, int64_t n, uint8_t *d, int64_t nib0) {
