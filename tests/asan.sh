@@ -87,6 +87,8 @@ ctypes.string_at((ctypes.c_char * 16).from_buffer(b), 64)
 fi
 echo "== canary: ASan caught a deliberate heap-buffer-overflow"
 
+# Timing bounds in the tests scale for an instrumented build (several times slower).
+export DMLSTRIDE_TIME_SCALE=${DMLSTRIDE_TIME_SCALE:-20}
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:log_path=$work/asan"
 fuzz_seconds=${ASAN_FUZZ_SECONDS:-30}
 
