@@ -14,6 +14,15 @@
 
 #include <stdint.h>
 
+/* x86 variants (SSE2, SSSE3, F16C) are compiled with target attributes and
+   chosen at run time; other compilers and architectures, and builds with
+   DMLSTRIDE_NO_SIMD, take the portable paths only. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(DMLSTRIDE_NO_SIMD)
+#define CONVERT_HAVE_X86 1
+#else
+#define CONVERT_HAVE_X86 0
+#endif
+
 #define CONVERT_MAX_DIMS 8
 /* Elements converted per chunk of a row (the staging buffers' length). */
 #define CONVERT_CHUNK 512

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "convert.h"
+
 uint16_t convert_f32_to_f16(float f);
 uint16_t convert_f64_to_f16(double d);
 float convert_f16_to_f32(uint16_t h);
@@ -17,7 +19,7 @@ void convert_f16_to_f32_row_soft(const uint16_t *s, int64_t n, float *d);
 void convert_f32_to_f16_row_soft(const float *s, int64_t n, uint16_t *d);
 
 /* The F16C variants (compiled with a target attribute, only on x86). */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(DMLSTRIDE_NO_SIMD)
+#if CONVERT_HAVE_X86
 #define CONVERT_HAVE_F16C 1
 void convert_f16_to_f32_row_f16c(const uint16_t *s, int64_t n, float *d);
 void convert_f32_to_f16_row_f16c(const float *s, int64_t n, uint16_t *d);

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "convert.h"
+
 typedef struct {
     int64_t (*u8_stride3)(const uint8_t *p, int64_t n, float *out);   /* SSSE3 */
     int64_t (*f32_stride3)(const float *p, int64_t n, float *out);    /* SSE2 */
@@ -14,8 +16,7 @@ typedef struct {
 
 extern convert_stride_ops convert_stride;
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__) && \
-    !defined(DMLSTRIDE_NO_SIMD)
+#if CONVERT_HAVE_X86 && defined(__SSE2__)
 #define CONVERT_HAVE_X86_SIMD 1
 int64_t convert_u8_stride3_ssse3(const uint8_t *p, int64_t n, float *out);
 int64_t convert_f32_stride3_sse2(const float *p, int64_t n, float *out);
