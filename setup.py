@@ -60,8 +60,9 @@ if os.environ.get("DMLSTRIDE_NO_SIMD"):
 CONVERT_OWN = sorted(glob.glob("dmlstride/src/convert*.c") + glob.glob("dmlstride/src/quant*.c"))
 # Everything else under dmlstride/src: the engine.
 C_SOURCES = sorted(set(glob.glob("dmlstride/src/*.c")) - set(CONVERT_OWN))
-# The conversions keep their staging in per-thread scratch memory too.
-CONVERT_SOURCES = [*CONVERT_OWN, "dmlstride/src/scratch.c"]
+# (The conversions run on the engine's thread pool and scratch memory, which
+# _convert.pyx imports from _engine.)
+CONVERT_SOURCES = CONVERT_OWN
 
 extensions = [
     Extension(

@@ -19,8 +19,15 @@ cimport numpy as cnp
 from dmlstride._bounds cimport check_range, get_contiguous, refuse_read_only
 
 from dmlstride._convert_kernels cimport *
+from dmlstride._engine cimport run_chunks, thread_scratch
 
 cnp.import_array()
+
+# The engine's thread pool and scratch memory serve the conversions too.
+cdef convert_runtime _runtime
+_runtime.parallel = <void (*)(convert_chunk_fn, void*, int64_t, int) noexcept nogil>run_chunks
+_runtime.scratch = thread_scratch
+convert_set_runtime(_runtime)
 
 # Bytes per element of each data type code (DirectML's values); 4-bit types: 0.
 _WIDTH = (0, 4, 2, 4, 2, 1, 4, 2, 1, 8, 8, 8, 0, 0)

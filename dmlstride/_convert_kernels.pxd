@@ -30,6 +30,12 @@ cdef extern from "src/convert.h":
         double hi
         int nthreads
 
+    ctypedef void (*convert_chunk_fn)(void* ctx, int64_t chunk) noexcept nogil
+    ctypedef struct convert_runtime:
+        void (*parallel)(convert_chunk_fn fn, void* ctx, int64_t nchunks, int nthreads) noexcept nogil
+        char* (*scratch)() noexcept nogil
+
+    void convert_set_runtime(convert_runtime rt) noexcept nogil
     int convert_run(const convert_job* job, const char* src, char* dst) nogil
 
 

@@ -506,6 +506,14 @@ def get_num_threads():
     return g_num_threads
 
 
+cdef void run_chunks(chunk_fn fn, void* ctx, int64_t nchunks, int nthreads) noexcept nogil:
+    dmls_parallel(<dmls_chunk_fn>fn, ctx, nchunks, nthreads)
+
+
+cdef char* thread_scratch() noexcept nogil:
+    return dmls_scratch()
+
+
 def pool_workers():
     """Pool worker threads alive now (they start on demand, up to the thread count - 1)."""
     return dmls_pool_workers()

@@ -77,6 +77,8 @@ cdef extern from "src/scratch.h":
 
 cdef extern from "src/pool.h":
     int DMLSTRIDE_HAVE_THREADS
+    ctypedef void (*dmls_chunk_fn)(void* ctx, int64_t chunk) noexcept nogil
+    void dmls_parallel(dmls_chunk_fn fn, void* ctx, int64_t nchunks, int nthreads) noexcept nogil
     void dmls_pool_set_threads(int nthreads) noexcept nogil
     int dmls_pool_workers() noexcept nogil
 

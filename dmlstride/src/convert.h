@@ -71,9 +71,23 @@ typedef struct {
     union convert_lane x, pa, pb;
 } convert_chunk;
 
-/* Run the job completely (threads that cannot start, or cannot get their
-   staging memory, leave their share to the caller); returns 0, or -1 when
-   the calling thread has no memory for its staging buffers (nothing done). */
+/* Where the kernels get their threads and staging memory: the bridge
+   installs the engine's pool and per-thread scratch arena (one pool for the
+   whole package).  parallel runs fn(ctx, c) for every c < nchunks on up to
+   nthreads threads and returns when all have run, every thread it uses
+   having scratch memory; scratch returns this thread's arena (at least
+   sizeof(convert_chunk) bytes) or NULL.  Until they are installed the kernels
+   run on the calling thread and find no staging memory (convert_run fails). */
+typedef void (*convert_chunk_fn)(void *ctx, int64_t chunk);
+typedef struct {
+    void (*parallel)(convert_chunk_fn fn, void *ctx, int64_t nchunks, int nthreads);
+    char *(*scratch)(void);
+} convert_runtime;
+
+void convert_set_runtime(convert_runtime rt);
+
+/* Run the job completely; returns 0, or -1 when the calling thread has no
+   memory for its staging buffers (nothing done). */
 int convert_run(const convert_job *job, const char *src, char *dst);
 
 #endif

@@ -8,14 +8,7 @@
 
 #include <stddef.h>
 
-#ifndef DMLSTRIDE_NO_THREADS
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-
 _Static_assert(sizeof(convert_chunk) <= DMLS_SCRATCH_BYTES, "a chunk's staging fits the scratch arena");
-#endif
 
 /* Elements per task: a row segment. */
 #define SEGMENT (64 * CONVERT_CHUNK)
@@ -151,83 +144,38 @@ static void run_tasks(const convert_job *job, const char *src, char *dst, int64_
     }
 }
 
-#ifndef DMLSTRIDE_NO_THREADS
-/* Threads take tasks in small groups from a shared counter, so a thread
-   that starts late (a busy machine) finds the work already done instead of
-   holding the caller up.  The shared state lives on the heap and is freed
-   by whoever leaves it last; a late thread touches nothing else. */
+static char *no_scratch(void) { return NULL; }
+
+static void serial(convert_chunk_fn fn, void *ctx, int64_t nchunks, int nthreads) {
+    (void)nthreads;
+    for (int64_t c = 0; c < nchunks; c++) fn(ctx, c);
+}
+
+static convert_runtime runtime = {serial, no_scratch};
+
+void convert_set_runtime(convert_runtime rt) {
+    runtime = rt;
+}
+
+/* Tasks in chunks of grain, claimed by the pool's threads in turn (a thread
+   that starts late finds the work already taken). */
 typedef struct {
-    convert_job job;
+    const convert_job *job;
     const char *src;
     char *dst;
     int64_t tasks, grain;
-    atomic_llong next;      /* first task not yet claimed */
-    atomic_llong done;      /* tasks finished */
-    atomic_int refs;
 } shared_work;
 
-static void work(shared_work *sh) {
-    /* A thread without its staging memory claims nothing: the caller, who has
-       it, finishes whatever is left. */
-    convert_chunk *buf = (convert_chunk *)dmls_scratch();
-    if (buf == NULL) return;
-    for (;;) {
-        int64_t t0 = atomic_fetch_add(&sh->next, sh->grain);
-        if (t0 >= sh->tasks) break;
-        int64_t t1 = t0 + sh->grain < sh->tasks ? t0 + sh->grain : sh->tasks;
-        run_tasks(&sh->job, sh->src, sh->dst, t0, t1, buf);
-        atomic_fetch_add(&sh->done, t1 - t0);
-    }
+static void run_chunk(void *ctx, int64_t c) {
+    const shared_work *sh = (const shared_work *)ctx;
+    int64_t t0 = c * sh->grain, t1 = t0 + sh->grain < sh->tasks ? t0 + sh->grain : sh->tasks;
+    run_tasks(sh->job, sh->src, sh->dst, t0, t1, (convert_chunk *)runtime.scratch());
 }
-
-static void leave(shared_work *sh) {
-    if (atomic_fetch_sub(&sh->refs, 1) == 1) free(sh);
-}
-
-static void *worker(void *arg) {
-    shared_work *sh = (shared_work *)arg;
-    work(sh);
-    leave(sh);
-    return NULL;
-}
-
-/* Run the tasks on up to nt threads (the caller included); 0, or -1 if no
-   memory for the shared state (then nothing was done). */
-static int run_parallel(const convert_job *job, const char *src, char *dst, int64_t tasks, int nt) {
-    shared_work *sh = (shared_work *)malloc(sizeof(shared_work));
-    if (sh == NULL) return -1;
-    sh->job = *job;
-    sh->src = src;
-    sh->dst = dst;
-    sh->tasks = tasks;
-    sh->grain = tasks / ((int64_t)nt * 16);
-    if (sh->grain < 1) sh->grain = 1;
-    atomic_init(&sh->next, 0);
-    atomic_init(&sh->done, 0);
-    atomic_init(&sh->refs, 1);
-    pthread_attr_t attr;
-    int have_attr = pthread_attr_init(&attr) == 0 &&
-                    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
-    for (int i = 1; have_attr && i < nt; i++) {
-        pthread_t th;
-        atomic_fetch_add(&sh->refs, 1);
-        if (pthread_create(&th, &attr, worker, sh) != 0) {
-            atomic_fetch_sub(&sh->refs, 1);
-            break;   /* fewer helpers: the caller does the rest */
-        }
-    }
-    if (have_attr) pthread_attr_destroy(&attr);
-    work(sh);
-    while (atomic_load(&sh->done) < tasks) sched_yield();
-    leave(sh);
-    return 0;
-}
-#endif
 
 int convert_run(const convert_job *job, const char *src, char *dst) {
     /* The chunk buffers come from this thread's scratch arena, never the C stack
        (a thread started with a small stack must not overflow). */
-    convert_chunk *buf = (convert_chunk *)dmls_scratch();
+    convert_chunk *buf = (convert_chunk *)runtime.scratch();
     if (buf == NULL) return -1;
     int64_t rows = 1, total = 1;
     for (int k = 0; k < job->ndim - 1; k++) rows *= job->sizes[k];
@@ -237,10 +185,12 @@ int convert_run(const convert_job *job, const char *src, char *dst) {
     /* Nibbles of one byte may belong to different tasks: one thread only. */
     if (job->dst_type == CONVERT_UINT4 || job->dst_type == CONVERT_INT4 || total < PARALLEL_MIN) nt = 1;
     if (nt > tasks) nt = (int)tasks;
-    if (nt > 64) nt = 64;
-#ifndef DMLSTRIDE_NO_THREADS
-    if (nt > 1 && run_parallel(job, src, dst, tasks, nt) == 0) return 0;
-#endif
-    run_tasks(job, src, dst, 0, tasks, buf);
+    if (nt <= 1) {
+        run_tasks(job, src, dst, 0, tasks, buf);
+        return 0;
+    }
+    shared_work sh = {job, src, dst, tasks, tasks / ((int64_t)nt * 16)};
+    if (sh.grain < 1) sh.grain = 1;
+    runtime.parallel(run_chunk, &sh, (tasks + sh.grain - 1) / sh.grain, nt);
     return 0;
 }
