@@ -407,24 +407,32 @@ def test_out_dtype_follows_dtype(src, dst):
 # ------------------------------------------------------------------------- SIMD row loaders
 
 
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("dst", ["FLOAT32", "FLOAT16"])
 @pytest.mark.parametrize("src", ["UINT8", "FLOAT32"])
-def test_interleaved_channel_rows_simd_and_scalar_agree(src):
-    """Stride-3 rows (NHWC channels) of every length from 1 to 70, with and without SIMD."""
+def test_channel_rows_simd_and_scalar_agree(src, dst, channels, half_path):
+    """Planar (C = 1) and interleaved (NHWC, C = 3 or 4) rows of every length from 1 to 70,
+    to float32 and float16, with and without the SIMD rows, one scale and bias per channel."""
     from dmlstride import _convert
 
     rng = np.random.default_rng(3)
+    scale = [1.0, 0.5, 2.0, -0.25][:channels]
+    bias = [0.0, -3.5, 1.25, 100.0][:channels]
     try:
         for w in range(1, 71):
-            x = (rng.integers(0, 256, size=(2, w, 3)) if src == "UINT8"
-                 else rng.standard_normal((2, w, 3)) * 1e3).astype(TYPES[src].dtype)
-            pad = np.zeros(2 * w * 3 + 16, x.dtype)
+            x = (rng.integers(0, 256, size=(2, w, channels)) if src == "UINT8"
+                 else rng.standard_normal((2, w, channels)) * 1e3).astype(TYPES[src].dtype)
+            if src == "FLOAT32":   # NaN, inf, -0, float16 overflow
+                k = min(4, x.size)
+                x.reshape(-1)[:k] = [np.nan, np.inf, -0.0, 7e4][:k]
+            pad = np.zeros(2 * w * channels + 16, x.dtype)
             pad[: x.size] = x.reshape(-1)
-            desc = BufferTensorDesc(src, [2, 3, w], strides=[3 * w, 1, 3])   # channels interleaved
+            desc = BufferTensorDesc(src, [2, channels, w], strides=[channels * w, 1, channels])
             results = []
             for simd in (True, False):
                 _convert.set_simd_rows(simd)
-                results.append(gather(pad, desc, dtype="float32", scale=[1.0, 0.5, 2.0], axis=1))
-            expected = convert_values(x.transpose(0, 2, 1), src, "FLOAT32", [1.0, 0.5, 2.0], axis=1)
+                results.append(gather(pad, desc, dtype=dst.lower(), scale=scale, bias=bias, axis=1))
+            expected = convert_values(x.transpose(0, 2, 1), src, dst, scale, bias, axis=1)
             _same(results[0], expected)
             _same(results[1], expected)
     finally:
@@ -442,15 +450,17 @@ region = mmap.mmap(-1, 2 * PAGE)
 addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
 assert libc.mprotect(ctypes.c_void_p(addr + PAGE), PAGE, 0) == 0   # the second page: no access
 for name, itemsize in (("uint8", 1), ("float32", 4)):
-    for w in (16, 17, 33, 64):
-        # An NHWC tensor whose last byte is the last byte before the guard page.
-        desc = ds.BufferTensorDesc.from_layout(name, [1, 3, 1, w], "NHWC")
-        need = desc.total_tensor_size_in_bytes
-        start = PAGE - need
-        view = memoryview(region)[start:PAGE]
-        out = ds.gather(view, desc, dtype="float32", scale=2.0, check_alignment=False)
-        assert out.shape == (1, 3, 1, w)
-        view.release()
+    for c in (1, 3, 4):
+        for w in (8, 9, 16, 17, 33, 64, 65):
+            for dtype in ("float32", "float16"):
+                # An NHWC tensor whose last byte is the last byte before the guard page.
+                desc = ds.BufferTensorDesc.from_layout(name, [1, c, 1, w], "NHWC")
+                need = desc.total_tensor_size_in_bytes
+                start = PAGE - need
+                view = memoryview(region)[start:PAGE]
+                out = ds.gather(view, desc, dtype=dtype, scale=2.0, check_alignment=False)
+                assert out.shape == (1, c, 1, w)
+                view.release()
 print("ok")
 """
 

@@ -42,16 +42,42 @@ static int64_t f32_stride3_none(const float *p, int64_t n, float *out) {
     return 0;
 }
 
-convert_stride_ops convert_stride = {u8_stride3_none, f32_stride3_none};
+static int64_t u8_f32_none(const uint8_t *p, int64_t stride, int64_t n, float *out, float s, float b) {
+    (void)p; (void)stride; (void)n; (void)out; (void)s; (void)b;
+    return 0;
+}
+static int64_t u8_f16_none(const uint8_t *p, int64_t stride, int64_t n, uint16_t *out, float s, float b) {
+    (void)p; (void)stride; (void)n; (void)out; (void)s; (void)b;
+    return 0;
+}
+static int64_t f32_f32_none(const float *p, int64_t stride, int64_t n, float *out, float s, float b) {
+    (void)p; (void)stride; (void)n; (void)out; (void)s; (void)b;
+    return 0;
+}
+static int64_t f32_f16_none(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b) {
+    (void)p; (void)stride; (void)n; (void)out; (void)s; (void)b;
+    return 0;
+}
+
+convert_stride_ops convert_stride = {u8_stride3_none, f32_stride3_none,
+                                     u8_f32_none, u8_f16_none, f32_f32_none, f32_f16_none};
 
 int convert_stride_select(int allow_simd) {
-    convert_stride.u8_stride3 = u8_stride3_none;
-    convert_stride.f32_stride3 = f32_stride3_none;
+    convert_stride = (convert_stride_ops){u8_stride3_none, f32_stride3_none,
+                                          u8_f32_none, u8_f16_none, f32_f32_none, f32_f16_none};
 #if CONVERT_HAVE_X86_SIMD
     if (allow_simd) {
         convert_stride.f32_stride3 = convert_f32_stride3_sse2;
         __builtin_cpu_init();
         if (__builtin_cpu_supports("ssse3")) convert_stride.u8_stride3 = convert_u8_stride3_ssse3;
+        if (__builtin_cpu_supports("avx2")) {
+            convert_stride.u8_f32 = convert_u8_f32_avx2;
+            convert_stride.f32_f32 = convert_f32_f32_avx2;
+            if (__builtin_cpu_supports("f16c")) {
+                convert_stride.u8_f16 = convert_u8_f16_avx2;
+                convert_stride.f32_f16 = convert_f32_f16_avx2;
+            }
+        }
         return 1;
     }
 #else

@@ -3,7 +3,9 @@
    into segments that worker threads share. */
 #include "convert.h"
 #include "convert_ops.h"
+#include "convert_half.h"
 #include "convert_rows.h"
+#include "convert_stride.h"
 #include "scratch.h"
 
 #include <stddef.h>
@@ -74,6 +76,28 @@ static const void *params(const convert_job *job, const void *arr, size_t w, int
 DEFINE_APPLY(apply32, float, OP32)
 DEFINE_APPLY(apply64, double, convert_op64)
 
+/* The fused one-pass rows (convert_stride.h) for a float32 job with one
+   scale and bias for the whole row, into a contiguous destination: returns
+   how many leading elements of the n at source element e0, destination
+   element d0 they did (0 when no fused row fits). */
+static int64_t fused(const convert_job *job, const char *src, int64_t e0, int64_t ss, char *dst,
+                     int64_t d0, int64_t n, int64_t po) {
+    float s = ((const float *)job->scale)[po], b = ((const float *)job->shift)[po];
+    int half = job->dst_type == CONVERT_FLOAT16 && convert_half.hardware;
+    if (job->dst_type != CONVERT_FLOAT32 && !half) return 0;
+    if (job->src_type == CONVERT_UINT8) {
+        const uint8_t *p = (const uint8_t *)src + e0;
+        return half ? convert_stride.u8_f16(p, ss, n, (uint16_t *)dst + d0, s, b)
+                    : convert_stride.u8_f32(p, ss, n, (float *)dst + d0, s, b);
+    }
+    if (job->src_type == CONVERT_FLOAT32) {
+        const float *p = (const float *)src + e0;
+        return half ? convert_stride.f32_f16(p, ss, n, (uint16_t *)dst + d0, s, b)
+                    : convert_stride.f32_f32(p, ss, n, (float *)dst + d0, s, b);
+    }
+    return 0;
+}
+
 /* Elements j0 .. j1 - 1 of the row at source element so, destination
    element do_, parameter index po.  When the destination row is contiguous
    and of the compute type, values are loaded and computed in place there. */
@@ -97,6 +121,8 @@ static void row(const convert_job *job, const char *src, char *dst, int64_t so, 
         convert_load_fn load = convert_load32[job->src_type];
         convert_store_fn store = convert_store32[job->dst_type];
         int direct = job->dst_type == CONVERT_FLOAT32 && ds == 1;
+        if (job->op == CONVERT_OP_AFFINE && job->param_strides[last] == 0 && ds == 1)
+            j0 += fused(job, src, so + j0 * ss, ss, dst, do_ + j0, j1 - j0, po);
         for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
             int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
             float *v = direct ? (float *)dst + do_ + j : x->f;

@@ -9,9 +9,22 @@
 
 #include "convert.h"
 
+/* Fused rows: n elements p[i * stride] (the function's own strides only;
+   others return 0) to contiguous out[i] = convert(p[i * stride] * s + b),
+   in one pass.  They return the leading elements done, as above. */
+typedef int64_t (*convert_fused_u8_f32)(const uint8_t *p, int64_t stride, int64_t n, float *out, float s, float b);
+typedef int64_t (*convert_fused_u8_f16)(const uint8_t *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
+typedef int64_t (*convert_fused_f32_f32)(const float *p, int64_t stride, int64_t n, float *out, float s, float b);
+typedef int64_t (*convert_fused_f32_f16)(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
+
 typedef struct {
     int64_t (*u8_stride3)(const uint8_t *p, int64_t n, float *out);   /* SSSE3 */
     int64_t (*f32_stride3)(const float *p, int64_t n, float *out);    /* SSE2 */
+    /* AVX2 (float16 outputs: and F16C): strides 1, 3, 4 from uint8, 1, 3 from float32 */
+    convert_fused_u8_f32 u8_f32;
+    convert_fused_u8_f16 u8_f16;
+    convert_fused_f32_f32 f32_f32;
+    convert_fused_f32_f16 f32_f16;
 } convert_stride_ops;
 
 extern convert_stride_ops convert_stride;
@@ -20,6 +33,10 @@ extern convert_stride_ops convert_stride;
 #define CONVERT_HAVE_X86_SIMD 1
 int64_t convert_u8_stride3_ssse3(const uint8_t *p, int64_t n, float *out);
 int64_t convert_f32_stride3_sse2(const float *p, int64_t n, float *out);
+int64_t convert_u8_f32_avx2(const uint8_t *p, int64_t stride, int64_t n, float *out, float s, float b);
+int64_t convert_u8_f16_avx2(const uint8_t *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
+int64_t convert_f32_f32_avx2(const float *p, int64_t stride, int64_t n, float *out, float s, float b);
+int64_t convert_f32_f16_avx2(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
 #else
 #define CONVERT_HAVE_X86_SIMD 0
 #endif
