@@ -18,12 +18,16 @@ one, the same thread count for every library):
    ``copyto`` from the transposed view; PyTorch: ``copy_`` from the permuted
    tensor.
 
-Every result is checked against numpy's before timing.  Each case runs its
-contestants in turn, ``--repeats`` times (interleaved), and reports the median
-time with the spread (min-max) and the ratio peer / dmlstride (above 1:
-dmlstride is faster).  The machine's noise affects all columns alike.
+Every result is checked against numpy's before timing.  Timing is run.py's
+(``timing.py``): a sample is back-to-back calls lasting at least 10 ms, each
+contestant gives one sample per repeat, in turn, the starting one rotating;
+the report gives the median time per call with the spread (min-max of the
+samples) and the ratio peer / dmlstride (above 1: dmlstride is faster).  With
+``--single-calls`` a sample is one call instead, so each contestant finds the
+caches as the previous one left them.  The machine's noise affects all
+columns alike.
 
-Run: ``python benchmarks/convert_bench.py [--threads N] [--repeats R] [--quick]``.
+Run: ``python benchmarks/convert_bench.py [--threads N] [--repeats R] [--quick] [--single-calls]``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,9 @@ except ImportError:  # not installed: use the package beside this folder (an in-
     sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
     import dmlstride as ds
 
+from timing import calls_per_sample, interleaved  # noqa: E402  (this script's folder is on sys.path)
+
+MIN_SAMPLE_NS = 10_000_000  # a timing sample: back-to-back calls lasting at least this (as run.py)
 
 def _optional(name: str) -> Any:
     try:
@@ -242,16 +248,14 @@ def half_case(n: int, threads: int, torch: Any) -> Case:
 # ------------------------------------------------------------------------- timing
 
 
-def measure(case: Case, repeats: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in case.runs}
+def measure(case: Case, repeats: int, min_sample_ns: int) -> dict[str, list[float]]:
+    """Seconds per call of each contestant, one sample per repeat (see timing.py)."""
     for fn in case.runs.values():   # warm-up
         fn()
-    for _ in range(repeats):
-        for name, fn in case.runs.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return times
+    number = {name: calls_per_sample(fn, min_sample_ns) if min_sample_ns else 1
+              for name, fn in case.runs.items()}
+    samples = interleaved(case.runs, number, repeats)
+    return {name: [t / 1e9 for t in ts] for name, ts in samples.items()}
 
 
 def report(case: Case, times: dict[str, list[float]]) -> list[str]:
@@ -272,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=15, help="interleaved repeats per contestant")
     parser.add_argument("--quick", action="store_true", help="small sizes: a correctness and smoke run")
     parser.add_argument("--cases", default="image,int4,half", help="comma-separated subset of image,int4,half")
+    parser.add_argument("--single-calls", action="store_true",
+                        help="time one call per sample, each contestant finding the caches as the previous "
+                             "one left them (default: back-to-back calls lasting 10 ms, as run.py does)")
     args = parser.parse_args(argv)
 
     torch = _optional("torch")
@@ -299,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     if "half" in wanted:
         cases.append(half_case(n, args.threads, torch))
     for case in cases:
-        print("\n".join(report(case, measure(case, repeats))), flush=True)
+        times = measure(case, repeats, 0 if args.single_calls else MIN_SAMPLE_NS)
+        print("\n".join(report(case, times)), flush=True)
     return 0
 
 

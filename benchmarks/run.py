@@ -52,6 +52,10 @@ except ImportError:  # not installed: use the package beside this folder (an in-
     sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
     import dmlstride as ds
 
+from timing import calls_per_sample as _calls_per_sample  # noqa: E402
+from timing import interleaved as _interleaved  # noqa: E402
+from timing import summarise as _summarise  # noqa: E402
+
 import cases as C  # this script's folder is first on sys.path; sets OMP_WAIT_POLICY before torch
 
 TINY_CALLS = 2000  # calls per timing sample for the per-call overhead case
@@ -133,54 +137,6 @@ class Result:
 
 
 # -- timing ------------------------------------------------------------------------------------------
-
-
-def _sample(fn: Callable[[], Any], number: int) -> float:
-    """Nanoseconds per call, over ``number`` back-to-back calls."""
-    start = time.perf_counter_ns()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter_ns() - start) / number
-
-
-def _calls_per_sample(fn: Callable[[], Any], min_sample_ns: int) -> int:
-    once = min(_sample(fn, 1) for _ in range(2))
-    return max(1, min(100_000, math.ceil(min_sample_ns / max(once, 1.0))))
-
-
-def _interleaved(fns: dict[Any, Callable[[], Any]], number: dict[Any, int], repeats: int,
-                 before: Callable[[Any], None] | None = None) -> dict[Any, list[float]]:
-    """Time every callable once per repeat, in turn (A B C, B C A, C A B, ...).
-
-    The starting callable rotates so that none always runs first (after the
-    harness's own work) or after the same neighbour.
-    """
-    keys = list(fns)
-    samples: dict[Any, list[float]] = {k: [] for k in keys}
-    gc.collect()
-    gc.disable()
-    try:
-        for i in range(repeats):
-            s = i % len(keys)
-            for key in keys[s:] + keys[:s]:
-                if before is not None:
-                    before(key)
-                samples[key].append(_sample(fns[key], number[key]))
-    finally:
-        gc.enable()
-    return samples
-
-
-def _spread(xs: list[float]) -> float:
-    if len(xs) < 4:
-        return float("nan")
-    q1, _, q3 = statistics.quantiles(xs, n=4)
-    return (q3 - q1) / statistics.median(xs)
-
-
-def _summarise(samples: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float]]:
-    return ({k: statistics.median(v) for k, v in samples.items()},
-            {k: _spread(v) for k, v in samples.items()})
 
 
 def _flat_bytes(x: Any) -> np.ndarray:

@@ -1,0 +1,66 @@
+"""The timing method both benchmark scripts share.
+
+A sample is ``number`` back-to-back calls (enough to last ``min_sample_ns``),
+timed together; every contestant gives one sample per repeat, in turn, the
+starting one rotating (A B C, B C A, C A B, ...) so that none always runs
+first or after the same neighbour; results are medians over the repeats with
+the interquartile range as the spread.  Back-to-back calls let each
+contestant find its own buffers where its previous call left them (in cache
+when they fit), as a loop over batches does; every contestant is timed the
+same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from typing import Any, Callable
+
+
+def sample(fn: Callable[[], Any], number: int) -> float:
+    """Nanoseconds per call, over ``number`` back-to-back calls."""
+    start = time.perf_counter_ns()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter_ns() - start) / number
+
+
+def calls_per_sample(fn: Callable[[], Any], min_sample_ns: int) -> int:
+    """Calls that make a sample last at least ``min_sample_ns``."""
+    once = min(sample(fn, 1) for _ in range(2))
+    return max(1, min(100_000, math.ceil(min_sample_ns / max(once, 1.0))))
+
+
+def interleaved(fns: dict[Any, Callable[[], Any]], number: dict[Any, int], repeats: int,
+                before: Callable[[Any], None] | None = None) -> dict[Any, list[float]]:
+    """Time every callable once per repeat, in turn, the starting one rotating."""
+    keys = list(fns)
+    samples: dict[Any, list[float]] = {k: [] for k in keys}
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(repeats):
+            s = i % len(keys)
+            for key in keys[s:] + keys[:s]:
+                if before is not None:
+                    before(key)
+                samples[key].append(sample(fns[key], number[key]))
+    finally:
+        gc.enable()
+    return samples
+
+
+def spread(xs: list[float]) -> float:
+    """Interquartile range over the median (NaN for fewer than 4 values)."""
+    if len(xs) < 4:
+        return float("nan")
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return (q3 - q1) / statistics.median(xs)
+
+
+def summarise(samples: dict[Any, list[float]]) -> tuple[dict[Any, float], dict[Any, float]]:
+    """Median and spread of each contestant's samples."""
+    return ({k: statistics.median(v) for k, v in samples.items()},
+            {k: spread(v) for k, v in samples.items()})
