@@ -59,12 +59,25 @@ static int64_t f32_f16_none(const float *p, int64_t stride, int64_t n, uint16_t 
     return 0;
 }
 
-convert_stride_ops convert_stride = {u8_stride3_none, f32_stride3_none,
-                                     u8_f32_none, u8_f16_none, f32_f32_none, f32_f16_none};
+static int64_t dq4_f32_none(const uint8_t *q, int sign, int64_t n, float *out, const float *s,
+                            const float *z, int64_t ps, int64_t div, int64_t j0) {
+    (void)q; (void)sign; (void)n; (void)out; (void)s; (void)z; (void)ps; (void)div; (void)j0;
+    return 0;
+}
+static int64_t dq4_f16_none(const uint8_t *q, int sign, int64_t n, uint16_t *out, const float *s,
+                            const float *z, int64_t ps, int64_t div, int64_t j0) {
+    (void)q; (void)sign; (void)n; (void)out; (void)s; (void)z; (void)ps; (void)div; (void)j0;
+    return 0;
+}
+
+static const convert_stride_ops none = {u8_stride3_none, f32_stride3_none, u8_f32_none, u8_f16_none,
+                                        f32_f32_none, f32_f16_none, dq4_f32_none, dq4_f16_none};
+
+convert_stride_ops convert_stride = {u8_stride3_none, f32_stride3_none, u8_f32_none, u8_f16_none,
+                                     f32_f32_none, f32_f16_none, dq4_f32_none, dq4_f16_none};
 
 int convert_stride_select(int allow_simd) {
-    convert_stride = (convert_stride_ops){u8_stride3_none, f32_stride3_none,
-                                          u8_f32_none, u8_f16_none, f32_f32_none, f32_f16_none};
+    convert_stride = none;
 #if CONVERT_HAVE_X86_SIMD
     if (allow_simd) {
         convert_stride.f32_stride3 = convert_f32_stride3_sse2;
@@ -73,9 +86,11 @@ int convert_stride_select(int allow_simd) {
         if (__builtin_cpu_supports("avx2")) {
             convert_stride.u8_f32 = convert_u8_f32_avx2;
             convert_stride.f32_f32 = convert_f32_f32_avx2;
+            convert_stride.dq4_f32 = convert_dq4_f32_avx2;
             if (__builtin_cpu_supports("f16c")) {
                 convert_stride.u8_f16 = convert_u8_f16_avx2;
                 convert_stride.f32_f16 = convert_f32_f16_avx2;
+                convert_stride.dq4_f16 = convert_dq4_f16_avx2;
             }
         }
         return 1;

@@ -123,3 +123,53 @@ int64_t convert_f32_f16_avx2(const float *p, int64_t stride, int64_t n, uint16_t
     return end;
 }
 #endif
+
+#if CONVERT_HAVE_X86_SIMD
+/* 32 4-bit elements (16 bytes, low nibble first) as four vectors of 8
+   float32 values, INT4 sign-extended when sign is set. */
+static inline AVX2 void nibbles32(const uint8_t *q, int sign, __m256 x[4]) {
+    const __m128i low = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    __m128i v = _mm_loadu_si128((const __m128i *)q);
+    __m128i lo = _mm_and_si128(v, low), hi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+    __m128i a = _mm_unpacklo_epi8(lo, hi), b = _mm_unpackhi_epi8(lo, hi);   /* elements 0-15, 16-31 */
+    if (sign) {
+        a = _mm_sub_epi8(_mm_xor_si128(a, eight), eight);
+        b = _mm_sub_epi8(_mm_xor_si128(b, eight), eight);
+        x[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(a));
+        x[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(a, 8)));
+        x[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+        x[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)));
+    } else {
+        x[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(a));
+        x[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(a, 8)));
+        x[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+        x[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
+    }
+}
+
+/* DequantizeLinear of a contiguous 4-bit row: element i is nibble i of q
+   (the row starts on a byte), parameters s[k * ps], z[k * ps] for element i
+   in block k = (j0 + i) / div.  Groups of 32 elements, each inside one block
+   (ps == 0, or div a multiple of 32 and j0 a multiple of 32; otherwise
+   nothing is done). */
+#define DEQUANT4(name, T, TARGET, STORE)                                                      \
+    TARGET int64_t name(const uint8_t *q, int sign, int64_t n, T *out, const float *s,        \
+                        const float *z, int64_t ps, int64_t div, int64_t j0) {                \
+        if (ps != 0 && (div % 32 != 0 || j0 % 32 != 0)) return 0;                             \
+        int64_t i = 0;                                                                        \
+        for (; i + 32 <= n; i += 32) {                                                        \
+            int64_t k = ps != 0 ? ((j0 + i) / div) * ps : 0;                                  \
+            const __m256 vs = _mm256_set1_ps(s[k]), vz = _mm256_set1_ps(z[k]);                \
+            __m256 x[4];                                                                      \
+            nibbles32(q + i / 2, sign, x);                                                    \
+            for (int g = 0; g < 4; g++) STORE(out + i + 8 * g, _mm256_mul_ps(_mm256_sub_ps(x[g], vz), vs)); \
+        }                                                                                     \
+        return i;                                                                             \
+    }
+
+#define STORE_F32(p, v) _mm256_storeu_ps((p), (v))
+#define STORE_F16(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+
+DEQUANT4(convert_dq4_f32_avx2, float, AVX2, STORE_F32)
+DEQUANT4(convert_dq4_f16_avx2, uint16_t, AVX2_F16C, STORE_F16)
+#endif

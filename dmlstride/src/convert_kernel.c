@@ -98,6 +98,23 @@ static int64_t fused(const convert_job *job, const char *src, int64_t e0, int64_
     return 0;
 }
 
+/* The fused 4-bit DequantizeLinear rows: a contiguous row starting on a
+   byte, into a contiguous float32 or float16 destination. */
+static int64_t fused_dq4(const convert_job *job, const char *src, int64_t e0, char *dst, int64_t d0,
+                         int64_t n, int64_t po, int64_t j0) {
+    int last = job->ndim - 1;
+    int sign = job->src_type == CONVERT_INT4;
+    const uint8_t *q = (const uint8_t *)src + (e0 >> 1);
+    const float *s = (const float *)job->scale + po, *z = (const float *)job->shift + po;
+    int64_t ps = job->param_strides[last], div = job->param_div[last];
+    if (e0 & 1) return 0;
+    if (job->dst_type == CONVERT_FLOAT32)
+        return convert_stride.dq4_f32(q, sign, n, (float *)dst + d0, s, z, ps, div, j0);
+    if (job->dst_type == CONVERT_FLOAT16 && convert_half.hardware)
+        return convert_stride.dq4_f16(q, sign, n, (uint16_t *)dst + d0, s, z, ps, div, j0);
+    return 0;
+}
+
 /* Elements j0 .. j1 - 1 of the row at source element so, destination
    element do_, parameter index po.  When the destination row is contiguous
    and of the compute type, values are loaded and computed in place there. */
@@ -123,6 +140,9 @@ static void row(const convert_job *job, const char *src, char *dst, int64_t so, 
         int direct = job->dst_type == CONVERT_FLOAT32 && ds == 1;
         if (job->op == CONVERT_OP_AFFINE && job->param_strides[last] == 0 && ds == 1)
             j0 += fused(job, src, so + j0 * ss, ss, dst, do_ + j0, j1 - j0, po);
+        else if (job->op == CONVERT_OP_DEQUANTIZE && ss == 1 && ds == 1 &&
+                 (job->src_type == CONVERT_INT4 || job->src_type == CONVERT_UINT4))
+            j0 += fused_dq4(job, src, so + j0, dst, do_ + j0, j1 - j0, po, j0);
         for (int64_t j = j0; j < j1; j += CONVERT_CHUNK) {
             int64_t n = j1 - j < CONVERT_CHUNK ? j1 - j : CONVERT_CHUNK;
             float *v = direct ? (float *)dst + do_ + j : x->f;

@@ -17,6 +17,13 @@ typedef int64_t (*convert_fused_u8_f16)(const uint8_t *p, int64_t stride, int64_
 typedef int64_t (*convert_fused_f32_f32)(const float *p, int64_t stride, int64_t n, float *out, float s, float b);
 typedef int64_t (*convert_fused_f32_f16)(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
 
+/* DequantizeLinear of a contiguous 4-bit row starting on a byte: out[i] =
+   (nibble i - z[k]) * s[k], k = ((j0 + i) / div) * ps (sign: INT4). */
+typedef int64_t (*convert_fused_dq4_f32)(const uint8_t *q, int sign, int64_t n, float *out, const float *s,
+                                         const float *z, int64_t ps, int64_t div, int64_t j0);
+typedef int64_t (*convert_fused_dq4_f16)(const uint8_t *q, int sign, int64_t n, uint16_t *out, const float *s,
+                                         const float *z, int64_t ps, int64_t div, int64_t j0);
+
 typedef struct {
     int64_t (*u8_stride3)(const uint8_t *p, int64_t n, float *out);   /* SSSE3 */
     int64_t (*f32_stride3)(const float *p, int64_t n, float *out);    /* SSE2 */
@@ -25,6 +32,8 @@ typedef struct {
     convert_fused_u8_f16 u8_f16;
     convert_fused_f32_f32 f32_f32;
     convert_fused_f32_f16 f32_f16;
+    convert_fused_dq4_f32 dq4_f32;
+    convert_fused_dq4_f16 dq4_f16;
 } convert_stride_ops;
 
 extern convert_stride_ops convert_stride;
@@ -37,6 +46,10 @@ int64_t convert_u8_f32_avx2(const uint8_t *p, int64_t stride, int64_t n, float *
 int64_t convert_u8_f16_avx2(const uint8_t *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
 int64_t convert_f32_f32_avx2(const float *p, int64_t stride, int64_t n, float *out, float s, float b);
 int64_t convert_f32_f16_avx2(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b);
+int64_t convert_dq4_f32_avx2(const uint8_t *q, int sign, int64_t n, float *out, const float *s,
+                             const float *z, int64_t ps, int64_t div, int64_t j0);
+int64_t convert_dq4_f16_avx2(const uint8_t *q, int sign, int64_t n, uint16_t *out, const float *s,
+                             const float *z, int64_t ps, int64_t div, int64_t j0);
 #else
 #define CONVERT_HAVE_X86_SIMD 0
 #endif
