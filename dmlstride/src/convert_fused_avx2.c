@@ -1,16 +1,17 @@
-/* Fused rows with AVX2: load, scale and bias, convert and store in one
-   pass, for the common image rows (uint8 or float32 at element stride 1, 3
-   or 4, the planar rows and the interleaved channels of NHWC with C = 3 or
-   4) into contiguous float32 or float16.  Compiled with target attributes
-   (the library stays baseline x86-64); used only when the CPU has AVX2 (and
-   F16C for float16 outputs).
+/* Fused rows with AVX2: load, convert, apply the arithmetic and store in
+   one pass, for the common image rows (uint8 or float32 at element stride 1,
+   3 or 4: planar rows and the interleaved channels of NHWC with C = 3 or 4,
+   with scale and bias) and for 4-bit DequantizeLinear rows, into contiguous
+   float32 or float16.  Compiled with target attributes (the library stays
+   baseline x86-64); used only when the CPU has AVX2 (and F16C for float16
+   outputs).
 
    Each returns how many leading elements it did; the caller's staged loop
    does the rest.  They read only the row's own elements' span,
    p[0 .. stride * (n - 1)], and write out[0 .. done - 1].  The arithmetic is
-   the staged path's, bit for bit: a float32 multiply, then an add (never a
-   fused multiply-add: the target has no FMA), then round to nearest even
-   for float16. */
+   the staged path's, bit for bit: a float32 multiply, then an add (or a
+   subtract, then a multiply), never a fused multiply-add (the target has no
+   FMA), then round to nearest even for float16. */
 #include "convert_stride.h"
 
 #if CONVERT_HAVE_X86_SIMD
@@ -56,35 +57,26 @@ static inline AVX2 __m256 affine(__m256 x, __m256 s, __m256 b) {
     return _mm256_add_ps(_mm256_mul_ps(x, s), b);
 }
 
-AVX2
-int64_t convert_u8_f32_avx2(const uint8_t *p, int64_t stride, int64_t n, float *out, float s, float b) {
-    if (stride != 1 && stride != 3 && stride != 4) return 0;
-    const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
-    int64_t end = u8_groups_end(stride, n);
-    for (int64_t i = 0; i < end; i += 16) {
-        __m128i v = u8x16(p + stride * i, stride);
-        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
-        _mm256_storeu_ps(out + i, affine(lo, vs, vb));
-        _mm256_storeu_ps(out + i + 8, affine(hi, vs, vb));
-    }
-    return end;
-}
+#define STORE_F32(p, v) _mm256_storeu_ps((p), (v))
+#define STORE_F16(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
 
-AVX2_F16C
-int64_t convert_u8_f16_avx2(const uint8_t *p, int64_t stride, int64_t n, uint16_t *out, float s, float b) {
-    if (stride != 1 && stride != 3 && stride != 4) return 0;
-    const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
-    int64_t end = u8_groups_end(stride, n);
-    for (int64_t i = 0; i < end; i += 16) {
-        __m128i v = u8x16(p + stride * i, stride);
-        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
-        _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(affine(lo, vs, vb), _MM_FROUND_TO_NEAREST_INT));
-        _mm_storeu_si128((__m128i *)(out + i + 8), _mm256_cvtps_ph(affine(hi, vs, vb), _MM_FROUND_TO_NEAREST_INT));
+#define U8_ROW(name, T, TARGET, STORE)                                                        \
+    TARGET int64_t name(const uint8_t *p, int64_t stride, int64_t n, T *out, float s, float b) { \
+        if (stride != 1 && stride != 3 && stride != 4) return 0;                              \
+        const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);                          \
+        int64_t end = u8_groups_end(stride, n);                                               \
+        for (int64_t i = 0; i < end; i += 16) {                                               \
+            __m128i v = u8x16(p + stride * i, stride);                                        \
+            __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));                          \
+            __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));       \
+            STORE(out + i, affine(lo, vs, vb));                                               \
+            STORE(out + i + 8, affine(hi, vs, vb));                                           \
+        }                                                                                     \
+        return end;                                                                           \
     }
-    return end;
-}
+
+U8_ROW(convert_u8_f32_avx2, float, AVX2, STORE_F32)
+U8_ROW(convert_u8_f16_avx2, uint16_t, AVX2_F16C, STORE_F16)
 
 /* 8 float32 elements at stride 1 or 3 from q. */
 static inline AVX2 __m256 f32x8(const float *q, int64_t stride) {
@@ -103,28 +95,18 @@ static inline int64_t f32_groups_end(int64_t stride, int64_t n) {
     return ((span - reach) / stride / 8 + 1) * 8;
 }
 
-AVX2
-int64_t convert_f32_f32_avx2(const float *p, int64_t stride, int64_t n, float *out, float s, float b) {
-    if (stride != 1 && stride != 3) return 0;
-    const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
-    int64_t end = f32_groups_end(stride, n);
-    for (int64_t i = 0; i < end; i += 8) _mm256_storeu_ps(out + i, affine(f32x8(p + stride * i, stride), vs, vb));
-    return end;
-}
+#define F32_ROW(name, T, TARGET, STORE)                                                       \
+    TARGET int64_t name(const float *p, int64_t stride, int64_t n, T *out, float s, float b) { \
+        if (stride != 1 && stride != 3) return 0;                                             \
+        const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);                          \
+        int64_t end = f32_groups_end(stride, n);                                              \
+        for (int64_t i = 0; i < end; i += 8) STORE(out + i, affine(f32x8(p + stride * i, stride), vs, vb)); \
+        return end;                                                                           \
+    }
 
-AVX2_F16C
-int64_t convert_f32_f16_avx2(const float *p, int64_t stride, int64_t n, uint16_t *out, float s, float b) {
-    if (stride != 1 && stride != 3) return 0;
-    const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
-    int64_t end = f32_groups_end(stride, n);
-    for (int64_t i = 0; i < end; i += 8)
-        _mm_storeu_si128((__m128i *)(out + i),
-                         _mm256_cvtps_ph(affine(f32x8(p + stride * i, stride), vs, vb), _MM_FROUND_TO_NEAREST_INT));
-    return end;
-}
-#endif
+F32_ROW(convert_f32_f32_avx2, float, AVX2, STORE_F32)
+F32_ROW(convert_f32_f16_avx2, uint16_t, AVX2_F16C, STORE_F16)
 
-#if CONVERT_HAVE_X86_SIMD
 /* 32 4-bit elements (16 bytes, low nibble first) as four vectors of 8
    float32 values, INT4 sign-extended when sign is set. */
 static inline AVX2 void nibbles32(const uint8_t *q, int sign, __m256 x[4]) {
@@ -166,9 +148,6 @@ static inline AVX2 void nibbles32(const uint8_t *q, int sign, __m256 x[4]) {
         }                                                                                     \
         return i;                                                                             \
     }
-
-#define STORE_F32(p, v) _mm256_storeu_ps((p), (v))
-#define STORE_F16(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
 
 DEQUANT4(convert_dq4_f32_avx2, float, AVX2, STORE_F32)
 DEQUANT4(convert_dq4_f16_avx2, uint16_t, AVX2_F16C, STORE_F16)
