@@ -16,6 +16,8 @@ runs the C kernels with the GIL released.
 
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
@@ -224,11 +226,19 @@ def _merge(
     sizes: tuple[int, ...], strides: list[tuple[int, ...]], params: _Params
 ) -> tuple[list[int], list[list[int]], list[int], list[int]]:
     """Drop size-1 dimensions and merge neighbours contiguous in every stride array."""
+    return _merged(tuple(sizes), tuple(tuple(s) for s in strides), tuple(params.strides), tuple(params.div))
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(
+    sizes: tuple[int, ...], strides: tuple[tuple[int, ...], ...], pstrides: tuple[int, ...], pdiv: tuple[int, ...]
+) -> tuple[list[int], list[list[int]], list[int], list[int]]:
+    # (Cached: a loop over batches asks the same question every call.  Callers only read the lists.)
     keep = [k for k, n in enumerate(sizes) if n > 1] or [len(sizes) - 1]
     n_ = [sizes[k] for k in keep]
     st = [[s[k] for k in keep] for s in strides]
-    ps = [params.strides[k] if sizes[k] > 1 else 0 for k in keep]
-    dv = [params.div[k] for k in keep]
+    ps = [pstrides[k] if sizes[k] > 1 else 0 for k in keep]
+    dv = [pdiv[k] for k in keep]
     i = len(n_) - 2
     while i >= 0:
         inner = n_[i + 1]
