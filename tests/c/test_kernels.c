@@ -108,13 +108,15 @@ static void test_transpose(void) {
     char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
         for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
-            for (off = 0; off < 3; off++)
+            for (off = 0; off < 4; off++)
                 for (stream = 0; stream < 2; stream++) {
                     const int W = widths[wi];
                     const int64_t kn = shapes[si][0], jn = shapes[si][1];
-                    /* source k fast (contiguous), destination j fast; odd offsets */
+                    /* source k fast (contiguous), destination j fast; odd offsets;
+                       off 3: destination rows a multiple of 4 KiB apart */
                     const int64_t soff = off == 1 ? 3 : 0, doff = off == 2 ? 5 : (off == 1 ? 64 : 0);
-                    const int64_t kds = stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
+                    const int64_t kds = off == 3 ? (jn * W + 4095) / 4096 * 4096
+                                        : stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
                     int64_t n[2] = {kn, jn}, ss[2] = {W, kn * W}, ds[2] = {kds, W};
                     dmls_plan p;
                     bufs b;
