@@ -51,6 +51,7 @@ typedef struct {
     int64_t (*deint3_u8)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*deint3_32)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*int3_32)(const char *s0, const char *s1, const char *s2, char *d, int64_t n);
+    int64_t (*int3_u8)(const char *s0, const char *s1, const char *s2, char *d, int64_t n);
     /* Nibbles <-> bytes (low nibble first, unpacked nibbles sign-extended when
        sign is set); return the packed bytes done. */
     int64_t (*unpack_nibbles)(const unsigned char *q, unsigned char *out, int64_t nbytes, int sign);
