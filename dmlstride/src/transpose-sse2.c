@@ -184,6 +184,25 @@ static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, 
     return buf;
 }
 
+/* Transpose rows k0..k1 (k1 - k0 a multiple of 16 / W) by columns j < nj
+   (a multiple of 16 / W) of a source (row j of k at sb + j * ss + k * W)
+   into buf, destination row k at (k - k0) * pitch. */
+static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
+                                       int64_t nj, char *buf, int64_t pitch) {
+    int64_t k, j;
+    for (k = k0; k < k1; k += 16 / W)
+        for (j = 0; j < nj; j += 16 / W) {
+            const char *sp = sb + j * ss + k * W;
+            char *dp = buf + (k - k0) * pitch + j * W;
+            switch (W) {
+            case 1: dmls_micro1(sp, ss, dp, pitch); break;
+            case 2: dmls_micro2(sp, ss, dp, pitch); break;
+            case 4: dmls_micro4(sp, ss, dp, pitch); break;
+            default: dmls_micro8(sp, ss, dp, pitch); break;
+            }
+        }
+}
+
 /* Destination rows line-aligned (d and dk multiples of 64) and jn a
    multiple of 64 / W: passes of up to 64 j (source rows) by TK k; in a
    pass, each group of N k rows gets its lines for all the pass's j written
@@ -223,17 +242,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
                 ss = SP;
             }
             if (dstaged) {
-                for (k = kb; k < ke; k += N)
-                    for (jb = 0; jb < nj; jb += N) {
-                        const char *sp = sb + jb * ss + k * W;
-                        char *dp = dst + (k - kb) * DP + jb * W;
-                        switch (W) {
-                        case 1: dmls_micro1(sp, ss, dp, DP); break;
-                        case 2: dmls_micro2(sp, ss, dp, DP); break;
-                        case 4: dmls_micro4(sp, ss, dp, DP); break;
-                        default: dmls_micro8(sp, ss, dp, DP); break;
-                        }
-                    }
+                dmls_band_to_buffer(W, sb, ss, kb, ke, nj, dst, DP);
                 for (k = kb; k < ke; k++)   /* nj * W: whole lines */
                     dmls_copy_body(d + k * dk + j0 * W, dst + (k - kb) * DP, nj * W, 1);
                 continue;
@@ -269,7 +278,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
        source row (so sst holds them when jn <= 64) and TB bytes out. */
     int64_t TK = TB / row / (64 / W) * (64 / W);
     const int sstaged = sj % 4096 == 0 && jn <= 64;
-    int64_t kf, kb, ke, k, j;
+    int64_t kf, kb, ke;
     if (TK > 256 / W) TK = 256 / W;
     if (TK < N) TK = N;
     kf = kn - kn % N;
@@ -281,17 +290,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        for (k = kb; k < ke; k += N)
-            for (j = 0; j < jn; j += N) {
-                const char *sp = sb + j * ss + k * W;
-                char *dp = tile + (k - kb) * row + j * W;
-                switch (W) {
-                case 1: dmls_micro1(sp, ss, dp, row); break;
-                case 2: dmls_micro2(sp, ss, dp, row); break;
-                case 4: dmls_micro4(sp, ss, dp, row); break;
-                default: dmls_micro8(sp, ss, dp, row); break;
-                }
-            }
+        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
         dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
     }
     *kdone = kf;
