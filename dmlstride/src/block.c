@@ -33,7 +33,25 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
 #else
 #define DMLS_PREFETCH(p) ((void)(p))
 #endif
-static inline void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
+#if DMLSTRIDE_HAVE_SIMD
+/* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */
+static inline void block_micro(int W, const char *const *sr, char *const *dr, int64_t k, int64_t j) {
+    switch (W) {
+    case 1: dmls_pmicro1(sr + j, k, dr + k, j); break;
+    case 2: dmls_pmicro2(sr + j, 2 * k, dr + k, 2 * j); break;
+    case 4: dmls_pmicro4(sr + j, 4 * k, dr + k, 4 * j); break;
+    default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
+    }
+}
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DMLS_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define DMLS_ALWAYS_INLINE inline
+#endif
+
+static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                char *d, const int64_t *kd, int64_t kn,
                                int sstage, int dstage, const int64_t L, int nt, char *scratch) {
     /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
@@ -101,12 +119,24 @@ static inline void block_tiles(int W, const char *s, const int64_t *js, int64_t 
                 njf = nj - nj % N;
                 for (k = 0; k < nkf; k += N)
                     for (j = 0; j < njf; j += N)
-                        switch (W) {
-                        case 1: dmls_pmicro1(sr + j, k, dr + k, j); break;
-                        case 2: dmls_pmicro2(sr + j, 2 * k, dr + k, 2 * j); break;
-                        case 4: dmls_pmicro4(sr + j, 4 * k, dr + k, 4 * j); break;
-                        default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
-                        }
+                        block_micro(W, sr, dr, k, j);
+                /* Ragged edges as one more micro-block row or column, moved
+                   back to end at the edge: it overlaps the last whole one
+                   (those elements are written twice, with the same values;
+                   source and destination never overlap here). */
+                if (njf < nj && njf > 0) {
+                    for (k = 0; k < nkf; k += N)
+                        block_micro(W, sr, dr, k, nj - N);
+                    njf = nj;
+                }
+                if (nkf < nk && nkf > 0) {
+                    for (j = 0; j + N <= nj; j += N)
+                        block_micro(W, sr, dr, nk - N, j);
+                    if (nj >= N) {
+                        if (nj % N != 0) block_micro(W, sr, dr, nk - N, nj - N);
+                        nkf = nk;
+                    }
+                }
             }
         }
 #endif
@@ -122,18 +152,28 @@ static inline void block_tiles(int W, const char *s, const int64_t *js, int64_t 
     }
 }
 
-/* lines: source lines of k per tile row (1 or 4); each value gets its
-   own copy of the loops with constant tile sizes.  nt: write whole
+/* lines: source lines of k per tile row (1 or 4); each value of it and
+   of W gets its own copy of the loops with constant tile sizes and
+   element copies.  nt: write whole
    destination lines with streaming stores; the caller guarantees
    !dstage, d + kd[k] line-aligned, and jn and the tile width
    DMLS_BJ / lines multiples of 64 / W. */
 static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                             char *d, const int64_t *kd, int64_t kn,
                             int sstage, int dstage, int lines, int nt, char *scratch) {
-    if (lines == 4)
-        block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, scratch);
-    else
-        block_tiles(W, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, scratch);
+#define DMLS_BLOCK_TILES(W_) do {                                                     \
+        if (lines == 4)                                                               \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, scratch);   \
+        else                                                                          \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, scratch);   \
+    } while (0)
+    switch (W) {
+    case 1: DMLS_BLOCK_TILES(1); break;
+    case 2: DMLS_BLOCK_TILES(2); break;
+    case 4: DMLS_BLOCK_TILES(4); break;
+    default: DMLS_BLOCK_TILES(8); break;
+    }
+#undef DMLS_BLOCK_TILES
 }
 
 /* Columns j0..j1 of a block, element by element (the edges of a

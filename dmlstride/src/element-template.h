@@ -136,6 +136,7 @@ static inline void DMLS_FN(dmls_interleave_k_)(const char *s0, int64_t kss, char
 static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t n) {
     int64_t done = 0;
     if (kn == 3 && W == 4) done = dmls_isa.int3_32(s, s + kss, s + 2 * kss, d, n);
+    if (kn == 3 && W == 1) done = dmls_isa.int3_u8(s, s + kss, s + 2 * kss, d, n);
     s += done * W;
     d += kn * done * W;
     n -= done;

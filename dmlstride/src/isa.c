@@ -52,6 +52,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->deint3_u8 = deint3_none;
     t->deint3_32 = deint3_none;
     t->int3_32 = int3_none;
+    t->int3_u8 = int3_none;
     t->unpack_nibbles = unpack_none;
     t->pack_nibbles = nibbles_none;
     t->stream_copy = stream_copy_plain;
@@ -61,7 +62,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
-                       deint3_none, deint3_none, int3_none, unpack_none, nibbles_none,
+                       deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none};
 
 #if DMLSTRIDE_HAVE_SSSE3

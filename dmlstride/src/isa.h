@@ -34,12 +34,12 @@ typedef struct {
     int level;   /* DMLS_ISA_* in use */
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
        stride sj; destination j contiguous, rows k at stride dk.  Covers rows
-       k < *kdone and columns j < *jdone; scratch: 8 KiB. */
+       k < *kdone and columns j < *jdone; scratch: 21 KiB. */
     void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                       int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
     /* The same with streaming stores, destination rows line-aligned (d and
        dk multiples of 64, jn a multiple of 64 / W); covers rows k < *kdone
-       and all jn.  scratch: 17 KiB. */
+       and all jn.  scratch: 37 KiB. */
     void (*nt_transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                          int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
     /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W,
@@ -51,6 +51,7 @@ typedef struct {
     int64_t (*deint3_u8)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*deint3_32)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*int3_32)(const char *s0, const char *s1, const char *s2, char *d, int64_t n);
+    int64_t (*int3_u8)(const char *s0, const char *s1, const char *s2, char *d, int64_t n);
     /* Nibbles <-> bytes (low nibble first, unpacked nibbles sign-extended when
        sign is set); return the packed bytes done. */
     int64_t (*unpack_nibbles)(const unsigned char *q, unsigned char *out, int64_t nbytes, int sign);

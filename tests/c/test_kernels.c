@@ -108,13 +108,15 @@ static void test_transpose(void) {
     char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
         for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
-            for (off = 0; off < 3; off++)
+            for (off = 0; off < 4; off++)
                 for (stream = 0; stream < 2; stream++) {
                     const int W = widths[wi];
                     const int64_t kn = shapes[si][0], jn = shapes[si][1];
-                    /* source k fast (contiguous), destination j fast; odd offsets */
+                    /* source k fast (contiguous), destination j fast; odd offsets;
+                       off 3: destination rows a multiple of 4 KiB apart */
                     const int64_t soff = off == 1 ? 3 : 0, doff = off == 2 ? 5 : (off == 1 ? 64 : 0);
-                    const int64_t kds = stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
+                    const int64_t kds = off == 3 ? (jn * W + 4095) / 4096 * 4096
+                                        : stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
                     int64_t n[2] = {kn, jn}, ss[2] = {W, kn * W}, ds[2] = {kds, W};
                     dmls_plan p;
                     bufs b;
@@ -251,15 +253,18 @@ static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, in
     g->elems = n0 * n1;
 }
 
-/* ---- the blocked transpose: J = (5, 13) destination-contiguous, K = (16, 3) source-contiguous ---- */
+/* ---- the blocked transpose: J = (j0, j1) destination-contiguous, K = (k0, k1) source-contiguous;
+   sizes that leave ragged micro-block edges (J and K not multiples of 16 / W, or shorter) ---- */
 static void test_block(void) {
-    int wi, off;
+    static const int64_t shapes[][4] = {{13, 5, 16, 3}, {11, 7, 5, 19}, {3, 1, 7, 1}, {9, 7, 17, 3}, {2, 3, 31, 1}};
+    int wi, off, si;
+    for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
     for (wi = 0; wi < 4; wi++)
         for (off = 0; off < 2; off++) {
             const int W = widths[wi];
-            /* A 4-D tensor (j1=5, k1=3, j0=13, k0=16): in the source k0 is
-               fastest, then k1, j0, j1; in the destination j0, j1, k0, k1. */
-            const int64_t j0n = 13, j1n = 5, k0n = 16, k1n = 3;
+            /* A 4-D tensor (j1, k1, j0, k0): in the source k0 is fastest,
+               then k1, j0, j1; in the destination j0, j1, k0, k1. */
+            const int64_t j0n = shapes[si][0], j1n = shapes[si][1], k0n = shapes[si][2], k1n = shapes[si][3];
             /* source strides (bytes) */
             const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
             /* destination strides */
@@ -282,7 +287,8 @@ static void test_block(void) {
                 p.block_stage_dst = off && W <= 2;
                 dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
                 ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block W=%d off=%d lines=%d", W, off, lines);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d",
+                      (long long)j0n, (long long)j1n, (long long)k0n, (long long)k1n, W, off, lines);
                 bufs_free(&b);
             }
         }
