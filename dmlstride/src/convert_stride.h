@@ -1,7 +1,9 @@
-/* Channel rows of interleaved data: element i of the row at p[3 * i].  The
-   SIMD variants convert a prefix of the row and return how many elements
-   they did (the caller's scalar loop does the rest); they read only bytes of
-   the row's own elements' span, p[0 .. 3 * (n - 1)]. */
+/* The SIMD row variants, chosen at run time: stride-3 channel loads
+   (element i of the row at p[3 * i]) into the staging buffer, and the fused
+   one-pass rows (convert_fused_avx2.c) that load, compute and store.  Each
+   converts a prefix of the row and returns how many elements it did (the
+   caller's staged loop does the rest); each reads only bytes of the row's
+   own elements' span, p[0 .. stride * (n - 1)]. */
 #ifndef DMLS_CONVERT_STRIDE_H
 #define DMLS_CONVERT_STRIDE_H
 
