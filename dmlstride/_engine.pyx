@@ -119,6 +119,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.block_stage_src = kp.block.stage_src
         c.block_stage_dst = kp.block.stage_dst
         c.block_lines = kp.block.lines
+        if kp.block.l2 not in (0, 1, 2):
+            raise ValueError(f"plan: block L2 mode {kp.block.l2}; expected 0, 1 or 2")
+        c.block_l2 = kp.block.l2
     return 0
 
 

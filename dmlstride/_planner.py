@@ -36,6 +36,17 @@ from ._limits import MAX_DIMENSION_COUNT as MAX_DIMS
 BLOCK_GROUP = 1024
 #: ... and in a block (J x K, sized for L2).
 BLOCK_ELEMS = 1 << 16
+#: MODE block through L2: bytes in each of the two buffers (the C side's
+#: DMLS_SCRATCH_BLOCK_BYTES); the destination buffer ends with a table of
+#: BLOCK_GROUP row offsets.
+BLOCK_L2_BYTES = 5 << 16
+#: ... and the run lengths (bytes) that make it pay: source rows at least
+#: this long are copied to L2 first (when the destination's are not tiny) ...
+BLOCK_L2_SOURCE_RUN = 1024
+BLOCK_L2_MIN_DEST_RUN = 128
+#: ... and destination rows at least this long (or whole lines) are written
+#: from L2 too.
+BLOCK_L2_DEST_RUN = 256
 #: Staged 4-bit copies: elements per staging block.
 STAGE_ELEMS = 1 << 16
 #: Staged 4-bit copies: blocks smaller than this take the element-wise path.
@@ -61,6 +72,7 @@ class BlockGroups:
     stage_src: bool                   # stage source lines in L1 (rows share an L1 set)
     stage_dst: bool                   # stage destination rows in L1
     lines: int                        # source lines of k per tile row (1 or 4)
+    l2: int = 0                       # through L2: 0 no, 1 source rows, 2 both sides
 
 
 @dataclass
@@ -194,6 +206,35 @@ def rows_per_l1_set(group: list[Dim], side: int, rows: int) -> int:
     return rows * g // 4096
 
 
+def block_pitch(n: int) -> int:
+    """Row pitch of a block buffer for rows of ``n`` bytes (the C side's
+    dmls_block_pitch): whole lines, never a multiple of 4 KiB."""
+    p = -(-n // 64) * 64
+    return p + 64 if p % 4096 == 0 else p
+
+
+def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int) -> int:
+    """How a block of a copy far larger than the caches goes through L2.
+
+    A block tile reads one line from each of dozens of source rows and
+    writes a line or less to each of as many destination rows: memory sees
+    short runs from many places at once.  When the source rows are long
+    (``ktot * width`` bytes), copying them to an L2 buffer one after another
+    first measured 1.2-1.5x faster (1: source).  When the destination rows
+    are long too, or whole lines, transposing into a second buffer and
+    writing its rows one after another, with streaming stores, gains more
+    (2: both).  Short destination rows (a few lines, most of them partly
+    written) gain nothing from either.
+    """
+    srun, drun = ktot * width, jtot * width
+    if (dst_bytes < stream_min_total or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN
+            or jtot * block_pitch(srun) > BLOCK_L2_BYTES
+            or ktot * block_pitch(drun) > BLOCK_L2_BYTES - 8 * BLOCK_GROUP):
+        return 0
+    whole_lines = drun % 64 == 0 and all(b % 64 == 0 for _, _, b in kgroup)
+    return 2 if drun >= BLOCK_L2_DEST_RUN or whole_lines else 1
+
+
 def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
     """A ``block`` plan if the layout has a source-contiguous group K and a
     destination-contiguous group J that are both long enough and at least one
@@ -245,13 +286,17 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
     # tile; streamed that way they measured slower, so they keep plain stores.
     stream = (dst_bytes >= stream_min_total and lines == 1 and not stage_dst
               and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup))
+    l2 = block_l2_mode(jtot, ktot, width, kgroup, dst_bytes)
+    if l2:
+        # Written from the L2 buffer, streamed only in BOTH (row by row).
+        stream = l2 == 2 and dst_bytes >= stream_min_total
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=jtot, segments=1, tasks=outer_count,
         dst_bytes=dst_bytes, stream=stream,
         block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
-                          lines=lines))
+                          lines=lines, l2=l2))
 
 
 def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
@@ -458,5 +503,5 @@ def describe(plan: CopyPlan) -> dict:
     if m.block is not None:
         info["block"] = {"j": list(m.block.j), "k": list(m.block.k),
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
-                         "lines": m.block.lines}
+                         "lines": m.block.lines, "l2": ("none", "source", "both")[m.block.l2]}
     return info

@@ -213,6 +213,12 @@ BLOCK_CASES = [
     ("prime_6d", (2, 3, 11, 19, 17, 40), (4, 1, 5, 0, 3, 2), True, True),
     # A broadcast (zero-stride) outer dimension in front of a scrambled order.
     ("broadcast_outer", (3, 2, 9, 13, 70), [0, 9 * 70, 1, 9 * 70 * 2, 9], True, False),
+    # Source rows of 885-960 elements: in copies past the streaming limit
+    # they are copied to an L2 buffer first, and, where the destination
+    # rows are long or whole lines, the block is written from a second one.
+    ("l2_5d", (2, 4, 6, 40, 50), (4, 2, 0, 3, 1), True, True),
+    ("l2_ragged", (3, 5, 7, 45, 59), (3, 0, 4, 2, 1), True, True),
+    ("l2_4d", (2, 48, 12, 80), (2, 0, 3, 1), True, True),
     # A regression: the destination's innermost stride is 2 elements, so no
     # destination-contiguous group exists and scatter must not block.
     ("stepped_inner", (8, 2, 4), [2, 65, 16], False, False),
@@ -422,6 +428,35 @@ def test_streaming_block_cases_reach_every_width(streaming):
         if scatter_plan["mode"] == "block" and scatter_plan["stream"]:
             widths.add(w)
     assert widths == {1, 2, 4, 8}
+
+
+def test_streaming_block_cases_reach_every_l2_mode(streaming):
+    # Past the streaming limit, long source rows go through an L2 buffer
+    # (source), and long or line-aligned destination rows through a second
+    # one (both); the cases above reach each, with and without streaming.
+    seen = set()
+    for _, w, gather_plan, scatter_plan in _block_case_plans():
+        for plan in (gather_plan, scatter_plan):
+            if plan["mode"] == "block":
+                seen.add((plan["block"]["l2"], plan["stream"]))
+    assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
+    assert ("source", True) not in seen and ("both", False) not in seen
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, threads):
+    # A fresh output takes ordinary stores, a reused one streaming stores;
+    # the block goes through both L2 buffers either way.
+    sizes = (2, 2, 16, 8, 2, 16, 8, 8)
+    desc, strides = _block_desc(dtype, sizes, (3, 0, 6, 1, 7, 4, 2, 5))
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    w = np.dtype(dtype).itemsize
+    plan = _plan(sizes, strides, packed, w)
+    assert plan["block"]["l2"] == ("none" if w == 1 else "both")
+    src = _random_buffer(desc.total_tensor_size_in_bytes, w)
+    expect = _view(src, np.dtype(dtype), sizes, strides).copy().tobytes()
+    assert ds.gather(src, desc).tobytes() == expect
+    assert ds.gather(src, desc).tobytes() == expect
 
 
 @pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])

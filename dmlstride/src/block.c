@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "isa.h"
+#include "scratch.h"
 #include "tile.h"
 #if DMLSTRIDE_HAVE_SIMD
 #include "micro-sse2.h"
@@ -200,6 +201,43 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
     }
 }
 
+/* The block through L2 (p->block_l2, see plan.h): each source row js[j]
+   (kn elements) is copied to a row of a buffer, one after another; the
+   block is transposed from there either straight to the destination
+   (SOURCE) or into a second buffer whose rows are then written to
+   d + kd[k] one after another, with streaming stores when p->stream
+   (BOTH).  js is rewritten to offsets in the buffer.  Returns 0, having
+   touched nothing, when the buffers do not fit (the caller copies the
+   block without them). */
+static int block_through_l2(const dmls_plan *p, const char *s, int64_t *js, char *d, const int64_t *kd,
+                            char *tiles) {
+    const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
+    const int64_t sp = dmls_block_pitch(kn * w), dp = dmls_block_pitch(jn * w);
+    const int64_t table = DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
+    char *arena = dmls_scratch(), *sb, *db;
+    int64_t *rows, j, k;
+    if (arena == NULL || jn * sp > DMLS_SCRATCH_BLOCK_BYTES || kn * dp > DMLS_SCRATCH_BLOCK_BYTES - table)
+        return 0;
+    sb = arena + DMLS_SCRATCH_BLOCK_SRC;
+    db = arena + DMLS_SCRATCH_BLOCK_DST;
+    for (j = 0; j < jn; j++) {
+        memcpy(sb + j * sp, s + js[j], (size_t)(kn * w));
+        js[j] = j * sp;
+    }
+    if (p->block_l2 == DMLS_BLOCK_L2_SOURCE) {
+        block_transpose(p->width, sb, js, jn, d, kd, kn, 0, p->block_stage_dst, p->block_lines, 0, tiles);
+        return 1;
+    }
+    rows = (int64_t *)(db + DMLS_SCRATCH_BLOCK_BYTES - table);
+    for (k = 0; k < kn; k++) rows[k] = k * dp;
+    block_transpose(p->width, sb, js, jn, db, rows, kn, 0, 0, p->block_lines, 0, tiles);
+    if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
+        for (k = 0; k < kn; k++) dmls_isa.stream_copy(d + kd[k], db + k * dp, jn * w);
+    else
+        for (k = 0; k < kn; k++) memcpy(d + kd[k], db + k * dp, (size_t)(jn * w));
+    return 1;
+}
+
 void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
     /* jgroup.elems, kgroup.elems <= DMLS_BLOCK_GROUP: 2 x 8 KiB of tables
        at the start of scratch, the tiles' buffers after them. */
@@ -210,6 +248,13 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
     int64_t ja = 0, body = 0;
     group_offsets(&p->jgroup, js);
     group_offsets(&p->kgroup, kd);
+    if (p->block_l2 != DMLS_BLOCK_L2_NONE) {
+        /* The streaming line kernels below are not planned for these. */
+        if (!block_through_l2(p, s, js, d, kd, tiles))
+            block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
+                            p->block_lines, 0, tiles);
+        return;
+    }
     if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream)
         /* Streaming stores, whole lines only: the columns before the first
            line boundary and after the last one go element by element. */

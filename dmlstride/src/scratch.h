@@ -3,8 +3,9 @@
    No kernel keeps a large buffer on the C stack (a thread started with a
    small stack must not overflow): each thread gets one arena from the heap
    on first use, freed when the thread exits.  The arena is cut into regions
-   so that nested users do not overlap: the two 4-bit stages and the
-   kernels' own tiles and tables (at most DMLS_SCRATCH_REGION bytes). */
+   so that nested users do not overlap: the two 4-bit stages, the
+   kernels' own tiles and tables (at most DMLS_SCRATCH_REGION bytes), and
+   the L2 buffers of a staged block transpose. */
 #ifndef DMLS_SCRATCH_H
 #define DMLS_SCRATCH_H
 
@@ -14,7 +15,12 @@
 #define DMLS_SCRATCH_STAGE 0
 #define DMLS_SCRATCH_STAGE2 DMLS_SCRATCH_REGION
 #define DMLS_SCRATCH_KERNEL (2 * DMLS_SCRATCH_REGION)
-#define DMLS_SCRATCH_BYTES (3 * DMLS_SCRATCH_REGION)
+/* The two L2 buffers of a staged block (DMLS_BLOCK_L2_*), after the
+   regions above; the second one ends with the block's row table. */
+#define DMLS_SCRATCH_BLOCK_BYTES (5 * DMLS_SCRATCH_REGION)
+#define DMLS_SCRATCH_BLOCK_SRC (3 * DMLS_SCRATCH_REGION)
+#define DMLS_SCRATCH_BLOCK_DST (DMLS_SCRATCH_BLOCK_SRC + DMLS_SCRATCH_BLOCK_BYTES)
+#define DMLS_SCRATCH_BYTES (DMLS_SCRATCH_BLOCK_DST + DMLS_SCRATCH_BLOCK_BYTES)
 
 /* This thread's arena (DMLS_SCRATCH_BYTES, 64-byte aligned), allocated on
    first use; NULL when memory runs out. */

@@ -111,9 +111,13 @@ static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int s
 }
 
 /* Copy with non-temporal stores (no read-for-ownership of the
-   destination): for long runs in copies much larger than the caches. */
+   destination): for long runs in copies much larger than the caches.  Only
+   whole 64-byte lines are streamed; the bytes before the first line
+   boundary and after the last one take ordinary stores (a line streamed in
+   part is merged in memory, and a neighbouring run may write the rest of
+   it). */
 static void dmls_stream_copy(char *d, const char *s, int64_t n) {
-    int64_t head = (int64_t)((16 - ((uintptr_t)d & 15)) & 15);
+    int64_t head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
     if (head > n) head = n;
     memcpy(d, s, (size_t)head);
     d += head; s += head; n -= head;

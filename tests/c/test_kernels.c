@@ -274,7 +274,8 @@ static void test_block(void) {
             int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
             dmls_plan p;
             bufs b;
-            int lines;
+            int lines, l2;
+            for (l2 = DMLS_BLOCK_L2_NONE; l2 <= DMLS_BLOCK_L2_BOTH; l2++)
             for (lines = 1; lines <= 4; lines += 3) {
                 bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
                 memset(&p, 0, sizeof p);
@@ -285,10 +286,14 @@ static void test_block(void) {
                 p.block_lines = lines;
                 p.block_stage_src = off;
                 p.block_stage_dst = off && W <= 2;
+                /* through L2 buffers; BOTH writes its rows with streaming stores on one pass */
+                p.block_l2 = l2;
+                p.stream = l2 == DMLS_BLOCK_L2_BOTH && off;
                 dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
+                if (p.stream) dmls_isa.store_fence();
                 ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d",
-                      (long long)j0n, (long long)j1n, (long long)k0n, (long long)k1n, W, off, lines);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d l2=%d",
+                      (long long)j0n, (long long)j1n, (long long)k0n, (long long)k1n, W, off, lines, l2);
                 bufs_free(&b);
             }
         }
