@@ -42,7 +42,7 @@ BLOCK_ELEMS = 1 << 16
 BLOCK_L2_BYTES = 5 << 16
 #: ... and the run lengths (bytes) that make it pay: source rows at least
 #: this long are copied to L2 first (when the destination's are not tiny) ...
-BLOCK_L2_SOURCE_RUN = 1024
+BLOCK_L2_SOURCE_RUN = 256
 BLOCK_L2_MIN_DEST_RUN = 128
 #: ... and destination rows at least this long (or whole lines) are written
 #: from L2 too.
@@ -218,13 +218,13 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
 
     A block tile reads one line from each of dozens of source rows and
     writes a line or less to each of as many destination rows: memory sees
-    short runs from many places at once.  When the source rows are long
-    (``ktot * width`` bytes), copying them to an L2 buffer one after another
-    first measured 1.2-1.5x faster (1: source).  When the destination rows
-    are long too, or whole lines, transposing into a second buffer and
-    writing its rows one after another, with streaming stores, gains more
-    (2: both).  Short destination rows (a few lines, most of them partly
-    written) gain nothing from either.
+    short runs from many places at once.  When the source rows
+    (``ktot * width`` bytes) are at least four lines long, copying them to
+    an L2 buffer one after another first measured 1.2-1.5x faster (1:
+    source).  When the destination rows are long too, or whole lines,
+    transposing into a second buffer and writing its rows one after another,
+    with streaming stores, gains more (2: both).  Short destination rows (a
+    few lines, most of them partly written) gain nothing from either.
     """
     srun, drun = ktot * width, jtot * width
     if (dst_bytes < stream_min_total or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN
