@@ -18,6 +18,8 @@ never against dmlstride itself:
 * 1 and 2 threads.
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -441,6 +443,22 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
                 seen.add((plan["block"]["l2"], plan["stream"]))
     assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
     assert ("source", True) not in seen and ("both", False) not in seen
+
+
+def test_streaming_block_cases_reach_l2_chunks(streaming):
+    # A block longer than the L2 buffers hold goes through them in chunks of
+    # k; with dimensions that do not split (11, 17, 19), such a block keeps
+    # both sides' runs long.
+    chunked = set()
+    for sizes, w, gather_plan, scatter_plan in _block_case_plans():
+        for plan in (gather_plan, scatter_plan):
+            if plan["mode"] == "block" and plan["block"]["l2"] != "none":
+                k_elems = math.prod(n for n, _ in plan["block"]["k"])
+                assert 0 < plan["block"]["l2_chunk"] <= k_elems
+                if plan["block"]["l2_chunk"] < k_elems:
+                    chunked.add((sizes, w))
+    assert {w for _, w in chunked} >= {2, 4, 8}  # bytes: the C tests chunk them
+    assert any(s == (2, 3, 11, 19, 17, 40) for s, _ in chunked)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)

@@ -201,40 +201,48 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
     }
 }
 
-/* The block through L2 (p->block_l2, see plan.h): each source row js[j]
-   (kn elements) is copied to a row of a buffer, one after another; the
-   block is transposed from there either straight to the destination
-   (SOURCE) or into a second buffer whose rows are then written to
-   d + kd[k] one after another, with streaming stores when p->stream
-   (BOTH).  js is rewritten to offsets in the buffer.  Returns 0, having
-   touched nothing, when the buffers do not fit (the caller copies the
-   block without them). */
-static int block_through_l2(const dmls_plan *p, const char *s, int64_t *js, char *d, const int64_t *kd,
+/* The block through L2 (p->block_l2, see plan.h), in chunks of kc values
+   of k (dmls_block_chunk): each source row's chunk, js[j] + k0 * w, is
+   copied to a row of a buffer, one row after another; the chunk is
+   transposed from there either straight to the destination (SOURCE) or into
+   a second buffer whose rows are then written to d + kd[k] one after
+   another, with streaming stores when p->stream (BOTH).  Returns 0, having
+   touched nothing, when not even a chunk of one micro-block fits (the
+   caller copies the block without the buffers). */
+/* The arena's block buffers hold what the chunks need. */
+typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
+
+static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, char *d, const int64_t *kd,
                             char *tiles) {
     const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
-    const int64_t sp = dmls_block_pitch(kn * w), dp = dmls_block_pitch(jn * w);
-    const int64_t table = DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
+    const int64_t kc = dmls_block_chunk(w, jn, kn), dp = dmls_block_pitch(jn * w);
+    const int64_t sp = dmls_block_pitch(kc * w);
+    const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
     char *arena = dmls_scratch(), *sb, *db;
-    int64_t *rows, j, k;
-    if (arena == NULL || jn * sp > DMLS_SCRATCH_BLOCK_BYTES || kn * dp > DMLS_SCRATCH_BLOCK_BYTES - table)
+    int64_t *srows, *drows, j, k, k0, n;
+    if (arena == NULL || kc == 0)
         return 0;
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
-    for (j = 0; j < jn; j++) {
-        memcpy(sb + j * sp, s + js[j], (size_t)(kn * w));
-        js[j] = j * sp;
+    srows = (int64_t *)(sb + room);
+    drows = (int64_t *)(db + room);
+    for (j = 0; j < jn; j++) srows[j] = j * sp;
+    for (k = 0; k < kc; k++) drows[k] = k * dp;
+    for (k0 = 0; k0 < kn; k0 += kc) {
+        n = kn - k0 < kc ? kn - k0 : kc;
+        for (j = 0; j < jn; j++)
+            memcpy(sb + j * sp, s + js[j] + k0 * w, (size_t)(n * w));
+        if (p->block_l2 == DMLS_BLOCK_L2_SOURCE) {
+            block_transpose(p->width, sb, srows, jn, d, kd + k0, n, 0, p->block_stage_dst, p->block_lines, 0,
+                            tiles);
+            continue;
+        }
+        block_transpose(p->width, sb, srows, jn, db, drows, n, 0, 0, p->block_lines, 0, tiles);
+        if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
+            for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k], db + k * dp, jn * w);
+        else
+            for (k = 0; k < n; k++) memcpy(d + kd[k0 + k], db + k * dp, (size_t)(jn * w));
     }
-    if (p->block_l2 == DMLS_BLOCK_L2_SOURCE) {
-        block_transpose(p->width, sb, js, jn, d, kd, kn, 0, p->block_stage_dst, p->block_lines, 0, tiles);
-        return 1;
-    }
-    rows = (int64_t *)(db + DMLS_SCRATCH_BLOCK_BYTES - table);
-    for (k = 0; k < kn; k++) rows[k] = k * dp;
-    block_transpose(p->width, sb, js, jn, db, rows, kn, 0, 0, p->block_lines, 0, tiles);
-    if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
-        for (k = 0; k < kn; k++) dmls_isa.stream_copy(d + kd[k], db + k * dp, jn * w);
-    else
-        for (k = 0; k < kn; k++) memcpy(d + kd[k], db + k * dp, (size_t)(jn * w));
     return 1;
 }
 

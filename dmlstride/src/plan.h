@@ -18,6 +18,8 @@ enum {
     DMLS_MODE_BLOCK = 6        /* J x K blocks of multi-dimensional groups */
 };
 
+/* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
+#define DMLS_BLOCK_GROUP 1024
 /* MODE_BLOCK in copies far larger than the caches: a block's source rows
    are first copied, one after another, to a buffer in L2 (SOURCE), and
    with BOTH the block is transposed into a second buffer whose rows are
@@ -31,9 +33,26 @@ static inline int64_t dmls_block_pitch(int64_t n) {
     int64_t p = (n + 63) / 64 * 64;
     return p % 4096 == 0 ? p + 64 : p;
 }
-
-/* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
-#define DMLS_BLOCK_GROUP 1024
+/* Each L2 buffer holds DMLS_BLOCK_L2_BYTES: rows, then a table of
+   DMLS_BLOCK_GROUP row offsets. */
+#define DMLS_BLOCK_L2_BYTES ((int64_t)5 << 16)
+#define DMLS_BLOCK_TABLE ((int64_t)DMLS_BLOCK_GROUP * 8)
+/* Values of k per L2 chunk of a jn x kn block of w-byte elements: all kn
+   when the jn source rows and the kn destination rows fit, else as many
+   whole source lines as fit (a multiple of 64 / w); 0 when not even one
+   micro-block (16 / w) does.  The planner (block_chunk) mirrors this. */
+static inline int64_t dmls_block_chunk(int64_t w, int64_t jn, int64_t kn) {
+    const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
+    const int64_t dp = dmls_block_pitch(jn * w);
+    int64_t kc;
+    if (jn < 1 || kn < 1) return 0;
+    if (jn * dmls_block_pitch(kn * w) <= room && kn * dp <= room) return kn;
+    kc = (room / jn / 64 - 1) * 64 / w;     /* jn * pitch(kc * w) <= room */
+    if (kc > room / dp) kc = room / dp;
+    kc -= kc % (64 / w);
+    if (kc > kn) kc = kn;
+    return kc >= 16 / w ? kc : 0;
+}
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them). */
 #define DMLS_SMALL_TILE 8

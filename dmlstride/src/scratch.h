@@ -16,8 +16,8 @@
 #define DMLS_SCRATCH_STAGE2 DMLS_SCRATCH_REGION
 #define DMLS_SCRATCH_KERNEL (2 * DMLS_SCRATCH_REGION)
 /* The two L2 buffers of a staged block (DMLS_BLOCK_L2_*), after the
-   regions above; the second one ends with the block's row table. */
-#define DMLS_SCRATCH_BLOCK_BYTES (5 * DMLS_SCRATCH_REGION)
+   regions above, each ending with a table of row offsets. */
+#define DMLS_SCRATCH_BLOCK_BYTES (5 * DMLS_SCRATCH_REGION)   /* DMLS_BLOCK_L2_BYTES */
 #define DMLS_SCRATCH_BLOCK_SRC (3 * DMLS_SCRATCH_REGION)
 #define DMLS_SCRATCH_BLOCK_DST (DMLS_SCRATCH_BLOCK_SRC + DMLS_SCRATCH_BLOCK_BYTES)
 #define DMLS_SCRATCH_BYTES (DMLS_SCRATCH_BLOCK_DST + DMLS_SCRATCH_BLOCK_BYTES)

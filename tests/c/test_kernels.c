@@ -299,6 +299,40 @@ static void test_block(void) {
         }
 }
 
+/* ---- a block larger than the L2 buffers goes through them in chunks of k:
+   J = (30, 20) x K = (35, 20), chunks ending mid-block and a short last one ---- */
+static void test_block_chunks(void) {
+    int wi, l2, stream;
+    for (wi = 0; wi < 4; wi++)
+        for (l2 = DMLS_BLOCK_L2_SOURCE; l2 <= DMLS_BLOCK_L2_BOTH; l2++)
+            for (stream = 0; stream < 2; stream++) {
+                const int W = widths[wi];
+                const int64_t j0n = 30, j1n = 20, k0n = 35, k1n = 20;
+                const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
+                const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
+                const int64_t total = j0n * j1n * k0n * k1n, o = 3 * W;
+                int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
+                const int64_t kc = dmls_block_chunk(W, j0n * j1n, k0n * k1n);
+                dmls_plan p;
+                bufs b;
+                CHECK(kc > 0 && kc < k0n * k1n && (k0n * k1n) % kc != 0, "block chunk W=%d: %lld", W, (long long)kc);
+                bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
+                memset(&p, 0, sizeof p);
+                p.mode = DMLS_MODE_BLOCK;
+                p.width = W;
+                set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
+                set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
+                p.block_lines = 1;
+                p.block_l2 = l2;
+                p.stream = stream && l2 == DMLS_BLOCK_L2_BOTH;
+                dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
+                if (p.stream) dmls_isa.store_fence();
+                ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block chunks W=%d l2=%d stream=%d", W, l2, stream);
+                bufs_free(&b);
+            }
+}
+
 /* ---- plain plans through the executor, 1 and 4 threads ---- */
 static void test_execute(void) {
     int wi, mode, threads;
@@ -391,6 +425,7 @@ int main(void) {
         test_elements();
         test_nibbles();
         test_block();
+        test_block_chunks();
         test_execute();
     }
     test_pool();
