@@ -106,6 +106,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.tile_size, c.tile_src_stride, c.tile_dst_stride = kp.tile
     if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= 7:
         raise ValueError(f"plan: {c.tile_size} interleaved channels; expected 2 to 7")
+    if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):
+        raise ValueError(f"plan: L2 mode {kp.l2} for a {kp.mode} plan")
+    c.l2 = kp.l2
     c.segment_len = kp.segment_len
     c.segments = kp.segments
     c.tasks = kp.tasks
@@ -119,9 +122,6 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.block_stage_src = kp.block.stage_src
         c.block_stage_dst = kp.block.stage_dst
         c.block_lines = kp.block.lines
-        if kp.block.l2 not in (0, 1, 2):
-            raise ValueError(f"plan: block L2 mode {kp.block.l2}; expected 0, 1 or 2")
-        c.block_l2 = kp.block.l2
     return 0
 
 

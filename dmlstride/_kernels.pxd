@@ -61,7 +61,7 @@ cdef extern from "src/plan.h":
         int block_stage_src
         int block_stage_dst
         int block_lines
-        int block_l2
+        int l2
 
     ctypedef struct dmls_copy:
         int kind

@@ -51,6 +51,13 @@ BLOCK_L2_DEST_RUN = 256
 #: taken when its runs cost at most this fraction of the short block's
 #: (at 0.92 a 5-D case measured 5-10% slower, at 0.4 a 6-D one 15-25% faster).
 BLOCK_L2_BIG_GAIN = 0.6
+#: Transposes through L2: destination runs (segments) of at least this many
+#: bytes (a 3001 x 5003 float32 transpose: 0.61 -> 0.75 of the limit with
+#: 1280-byte runs instead of 256).
+L2_TILE_RUN = 1024
+#: MODE tile with at most this many channels takes the small-channel path
+#: (the C side's DMLS_SMALL_TILE).
+SMALL_TILE = 8
 #: Staged 4-bit copies: elements per staging block.
 STAGE_ELEMS = 1 << 16
 #: Staged 4-bit copies: blocks smaller than this take the element-wise path.
@@ -76,7 +83,6 @@ class BlockGroups:
     stage_src: bool                   # stage source lines in L1 (rows share an L1 set)
     stage_dst: bool                   # stage destination rows in L1
     lines: int                        # source lines of k per tile row (1 or 4)
-    l2: int = 0                       # through L2: 0 no, 1 source rows, 2 both sides
 
 
 @dataclass
@@ -93,6 +99,7 @@ class KernelPlan:
     tasks: int = 1
     dst_bytes: int = 0
     stream: bool = False
+    l2: int = 0                       # block, tile: through L2 (0 no, 1 source rows, 2 both sides)
     block: BlockGroups | None = None
     src_nibble: bool = False
     dst_nibble: bool = False
@@ -335,7 +342,7 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
         dst_bytes=dst_bytes, stream=stream,
         block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
-                          lines=lines, l2=l2))
+                          lines=lines), l2=l2)
 
 
 def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
@@ -369,19 +376,45 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                 inner_n, inner_ss, inner_ds = n, a, b
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
-    split_segments(plan)
     plan.stream = mode in ("memcpy", "fill", "tile") and plan.dst_bytes >= stream_min_total
+    plan.l2 = 2 if tile_through_l2(plan) else 0
+    split_segments(plan)
     return plan
 
 
+def tile_through_l2(plan: KernelPlan) -> bool:
+    """Whether a streaming transpose goes through L2 (plan.h).
+
+    Destination rows that are neither line-aligned nor back to back take
+    ordinary stores on the tile path, each paying a read for ownership;
+    through L2 they are written whole, a row at a time, with streaming
+    stores for their whole lines (an NHWC to NCHW int16 gather with rows
+    off line boundaries measured 0.57 -> 0.80 of the memcpy limit, a
+    2500 x 3100 float64 transpose 0.61 -> 0.83).  Small channel counts take
+    their own path, never this one.
+    """
+    if plan.mode != "tile" or not plan.stream or plan.tile is None:
+        return False
+    k, kss, kds = plan.tile
+    w = plan.width
+    # (Short rows back to back, in whole micro-blocks, go out as one run.)
+    n = plan.inner[0]
+    contiguous = kds == n * w and kds <= 1024 and n % (16 // w) == 0
+    return k > SMALL_TILE and kss == w and plan.inner[2] == w and kds % 64 != 0 and not contiguous
+
+
 def split_segments(plan: KernelPlan) -> None:
-    """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks)."""
+    """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks);
+    through L2, destination runs of at least L2_TILE_RUN bytes."""
     inner_n = plan.inner[0]
     k = plan.tile[0] if plan.tile is not None else 1
     if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
         plan.segment_len = inner_n
     else:
-        plan.segment_len = min(inner_n, max(64, (SEGMENT_ELEMS // k) // 64 * 64))
+        low = -(-L2_TILE_RUN // plan.width // 64) * 64 if plan.l2 else 64
+        plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
+        if plan.l2:  # at most as many rows as leave room for a chunk of k
+            plan.segment_len = min(plan.segment_len, (BLOCK_L2_BYTES - 8 * BLOCK_GROUP) // 128 // 64 * 64)
     plan.segments = -(-inner_n // plan.segment_len)
     plan.tasks = plan.outer_count * plan.segments
 
@@ -524,6 +557,16 @@ def plan_copy(sizes, src_strides, dst_strides, element_bits: int, src_nibble: bo
     return CopyPlan(kind="plain", main=main, src_extent=extent[0], dst_extent=extent[1])
 
 
+def _l2_chunk(m: KernelPlan) -> int:
+    """Values of k per L2 chunk of a plan that goes through L2 (else 0)."""
+    if not m.l2:
+        return 0
+    if m.block is not None:
+        return block_chunk(m.width, m.block.j_elems, m.block.k_elems)
+    assert m.tile is not None
+    return block_chunk(m.width, m.segment_len, m.tile[0])
+
+
 def describe(plan: CopyPlan) -> dict:
     """A dict describing the plan (for tests and the benchmark)."""
     m = plan.main
@@ -536,12 +579,13 @@ def describe(plan: CopyPlan) -> dict:
         "tasks": m.tasks,
         "segment": m.segment_len,
         "stream": bool(m.stream),
+        "l2": ("none", "source", "both")[m.l2],
+        "l2_chunk": _l2_chunk(m),
         "both_nibbles": plan.kind == "staged_both",
         "whole_bytes": bool(plan.whole_bytes),
     }
     if m.block is not None:
         info["block"] = {"j": list(m.block.j), "k": list(m.block.k),
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
-                         "lines": m.block.lines, "l2": ("none", "source", "both")[m.block.l2],
-                         "l2_chunk": block_chunk(m.width, m.block.j_elems, m.block.k_elems) if m.block.l2 else 0}
+                         "lines": m.block.lines}
     return info

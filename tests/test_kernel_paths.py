@@ -370,6 +370,47 @@ def test_streaming_transpose_edges(dtype, to_channels_last, c, hw, dst_offset, s
     assert bytes(dst) == expect
 
 
+def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
+    # Destination rows off line boundaries (planes of 1000, 129 or 41
+    # values) go through L2 with streaming stores; line-aligned rows, short
+    # rows back to back and small channel counts do not.
+    def l2(dtype, c, hw, to_channels_last):
+        sizes = [2, c, 1, hw]
+        src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
+        return _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()["l2"]
+
+    assert l2("float32", 64, 1000, False) == "both"      # rows of 4000 bytes
+    assert l2("int16", 17, 129, False) == "both"
+    assert l2("float64", 300, 41, False) == "both"       # rows of 328 bytes
+    assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
+    assert l2("float32", 64, 1024, False) == "none"      # rows of whole lines
+    assert l2("float32", 7, 1000, False) == "none"       # few channels
+    assert l2("float32", 64, 1000, True) == "none"       # rows back to back, 256 bytes
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("shape", [(300, 1001), (1001, 300), (2003, 45)], ids=str)
+@pytest.mark.parametrize("dst_offset", [0, 16, 4])
+def test_streaming_transpose_through_l2_in_chunks(dtype, shape, dst_offset, streaming, threads):
+    # Column-major to row-major with rows off lines; 1001 or 2003 source
+    # values per row do not fit the L2 buffers whole for 64-value segments of
+    # rows: chunks of k, the last one short.
+    itemsize = np.dtype(dtype).itemsize
+    if dst_offset % itemsize:
+        dst_offset -= dst_offset % itemsize
+    src_desc = ds.BufferTensorDesc(dtype, list(shape), strides=[1, shape[0]])
+    dst_desc = ds.BufferTensorDesc(dtype, list(shape))
+    plan = _engine.Plan(list(shape), src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == "tile" and plan["l2"] == "both"
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, shape[0])
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_streaming_gather_into_fresh_and_reused_outputs(dtype, streaming, threads):
     # Outputs of 1 MiB and more come from the output cache: the first is new
@@ -440,7 +481,7 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
     for _, w, gather_plan, scatter_plan in _block_case_plans():
         for plan in (gather_plan, scatter_plan):
             if plan["mode"] == "block":
-                seen.add((plan["block"]["l2"], plan["stream"]))
+                seen.add((plan["l2"], plan["stream"]))
     assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
     assert ("source", True) not in seen and ("both", False) not in seen
 
@@ -452,10 +493,10 @@ def test_streaming_block_cases_reach_l2_chunks(streaming):
     chunked = set()
     for sizes, w, gather_plan, scatter_plan in _block_case_plans():
         for plan in (gather_plan, scatter_plan):
-            if plan["mode"] == "block" and plan["block"]["l2"] != "none":
+            if plan["mode"] == "block" and plan["l2"] != "none":
                 k_elems = math.prod(n for n, _ in plan["block"]["k"])
-                assert 0 < plan["block"]["l2_chunk"] <= k_elems
-                if plan["block"]["l2_chunk"] < k_elems:
+                assert 0 < plan["l2_chunk"] <= k_elems
+                if plan["l2_chunk"] < k_elems:
                     chunked.add((sizes, w))
     assert {w for _, w in chunked} >= {2, 4, 8}  # bytes: the C tests chunk them
     assert any(s == (2, 3, 11, 19, 17, 40) for s, _ in chunked)
@@ -470,7 +511,7 @@ def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, threads
     packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
     w = np.dtype(dtype).itemsize
     plan = _plan(sizes, strides, packed, w)
-    assert plan["block"]["l2"] == ("none" if w == 1 else "both")
+    assert plan["l2"] == ("none" if w == 1 else "both")
     src = _random_buffer(desc.total_tensor_size_in_bytes, w)
     expect = _view(src, np.dtype(dtype), sizes, strides).copy().tobytes()
     assert ds.gather(src, desc).tobytes() == expect
@@ -506,8 +547,8 @@ def test_segment_boundaries_at_every_destination_alignment(dtype, dst_offset, st
     if dst_offset % itemsize and layout != "packed":
         dst_offset -= dst_offset % itemsize
     if layout == "transpose":  # column-major k x j: 300 rows of k, j in segments
-        sizes = [1030, 300]
-        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[1, 1030])
+        sizes = [300, 2100]  # streamed through L2: segments of at least 1 KiB
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[1, 300])
         dst_desc = ds.BufferTensorDesc(dtype, sizes)
     elif layout == "packed":
         sizes = [3 * 65536 + 77]

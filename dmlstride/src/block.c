@@ -201,7 +201,7 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
     }
 }
 
-/* The block through L2 (p->block_l2, see plan.h), in chunks of kc values
+/* The block through L2 (p->l2, see plan.h), in chunks of kc values
    of k (dmls_block_chunk): each source row's chunk, js[j] + k0 * w, is
    copied to a row of a buffer, one row after another; the chunk is
    transposed from there either straight to the destination (SOURCE) or into
@@ -232,7 +232,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
         n = kn - k0 < kc ? kn - k0 : kc;
         for (j = 0; j < jn; j++)
             memcpy(sb + j * sp, s + js[j] + k0 * w, (size_t)(n * w));
-        if (p->block_l2 == DMLS_BLOCK_L2_SOURCE) {
+        if (p->l2 == DMLS_L2_SOURCE) {
             block_transpose(p->width, sb, srows, jn, d, kd + k0, n, 0, p->block_stage_dst, p->block_lines, 0,
                             tiles);
             continue;
@@ -256,7 +256,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
     int64_t ja = 0, body = 0;
     group_offsets(&p->jgroup, js);
     group_offsets(&p->kgroup, kd);
-    if (p->block_l2 != DMLS_BLOCK_L2_NONE) {
+    if (p->l2 != DMLS_L2_NONE) {
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, d, kd, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,

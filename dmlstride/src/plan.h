@@ -20,13 +20,14 @@ enum {
 
 /* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
 #define DMLS_BLOCK_GROUP 1024
-/* MODE_BLOCK in copies far larger than the caches: a block's source rows
-   are first copied, one after another, to a buffer in L2 (SOURCE), and
-   with BOTH the block is transposed into a second buffer whose rows are
-   then written to the destination one after another (with streaming
-   stores when the plan streams).  Memory then sees a few long runs at a
-   time instead of one line from each of dozens of rows. */
-enum { DMLS_BLOCK_L2_NONE = 0, DMLS_BLOCK_L2_SOURCE = 1, DMLS_BLOCK_L2_BOTH = 2 };
+/* MODE_BLOCK and MODE_TILE in copies far larger than the caches (plan
+   field l2): a block's source rows are first copied, one after another, to
+   a buffer in L2 (SOURCE), and with BOTH the block is transposed into a
+   second buffer whose rows are then written to the destination one after
+   another (with streaming stores when the plan streams; a tile always
+   uses BOTH).  Memory then sees a few long runs at a time instead of one
+   line from each of dozens of rows. */
+enum { DMLS_L2_NONE = 0, DMLS_L2_SOURCE = 1, DMLS_L2_BOTH = 2 };
 /* Row pitch of a block buffer holding rows of n bytes: whole lines, and
    never a multiple of 4 KiB (rows that far apart share one L1 set). */
 static inline int64_t dmls_block_pitch(int64_t n) {
@@ -103,7 +104,7 @@ typedef struct {
     int block_stage_src;    /* stage source lines / destination rows in L1 */
     int block_stage_dst;
     int block_lines;        /* source lines of k per tile row (1 or 4) */
-    int block_l2;           /* DMLS_BLOCK_L2_*: copy the block through L2 buffers */
+    int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
 } dmls_plan;
 
 /* One copy: a plan, or a staged 4-bit copy (outer blocks of main, each

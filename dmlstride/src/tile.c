@@ -2,10 +2,48 @@
 
 #include "elements.h"
 #include "isa.h"
+#include "scratch.h"
+#include <string.h>
 
 void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t kds,
                int64_t j0, int64_t j1, int64_t iss, int64_t ids, char *scratch) {
     DMLS_BY_WIDTH(W, dmls_tile_, (s, d, kn, kss, kds, j0, j1, iss, ids, scratch));
+}
+
+/* A kn x jn transpose with plain stores: source k contiguous (rows j at
+   iss), destination j contiguous (rows k at kds); the SIMD variant where it
+   applies, the scalar tile for the rest. */
+static void transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn, int64_t jn,
+                            char *scratch) {
+    int64_t kdone = 0, jb = 0;
+    if (dmls_isa.level >= DMLS_ISA_SSE2) dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
+    if (kdone == 0) jb = 0;
+    if (jb < jn) dmls_tile(w, sj, dj, kn, w, kds, jb, jn, iss, w, scratch);
+    if (kdone < kn && jb > 0)
+        dmls_tile(w, sj + kdone * w, dj + kdone * kds, kn - kdone, w, kds, 0, jb, iss, w, scratch);
+}
+
+/* Through L2, for destination rows off line boundaries: chunks of kc rows
+   of k: the chunk's source rows copied to a buffer one after another,
+   transposed into a second buffer, whose rows are then written out with
+   streaming stores for their whole lines.  Returns 0 when the buffers
+   cannot take a chunk. */
+static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
+                                int64_t jn, char *scratch) {
+    const int64_t kc = dmls_block_chunk(w, jn, kn), dp = dmls_block_pitch(jn * w);
+    const int64_t sp = dmls_block_pitch(kc * w);
+    char *arena = dmls_scratch(), *sb, *db;
+    int64_t j, k, k0, n;
+    if (arena == NULL || kc == 0) return 0;
+    sb = arena + DMLS_SCRATCH_BLOCK_SRC;
+    db = arena + DMLS_SCRATCH_BLOCK_DST;
+    for (k0 = 0; k0 < kn; k0 += kc) {
+        n = kn - k0 < kc ? kn - k0 : kc;
+        for (j = 0; j < jn; j++) memcpy(sb + j * sp, sj + j * iss + k0 * w, (size_t)(n * w));
+        transpose_plain(w, sb, sp, db, dp, n, jn, scratch);
+        for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds, db + k * dp, jn * w);
+    }
+    return 1;
 }
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
@@ -30,6 +68,10 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             if (body > 0)
                 dmls_isa.nt_transpose(w, sj + ja * iss, iss, dj + ja * w, kds, kn, jb - ja, &kdone, scratch);
         } else {
+            /* Rows off line boundaries: through L2 when planned (and the
+               copy streams: a fresh output takes plain stores). */
+            if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch))
+                return;
             dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
         }
     }

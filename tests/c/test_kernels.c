@@ -103,19 +103,22 @@ static const int widths[4] = {1, 2, 4, 8};
 /* ---- the transposing tile path (SIMD variants + scalar staging tile) ---- */
 static void test_transpose(void) {
     static const int64_t shapes[][2] = {{297, 17}, {129, 33}, {64, 64}, {17, 300}, {16, 16},
-                                        {31, 1030}, {8, 9}, {100, 64}, {48, 128}};
+                                        {31, 1030}, {8, 9}, {100, 64}, {48, 128}, {3001, 300}};
     int wi, si, off, stream;
     char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
         for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
-            for (off = 0; off < 4; off++)
+            for (off = 0; off < 5; off++)
                 for (stream = 0; stream < 2; stream++) {
                     const int W = widths[wi];
                     const int64_t kn = shapes[si][0], jn = shapes[si][1];
                     /* source k fast (contiguous), destination j fast; odd offsets;
-                       off 3: destination rows a multiple of 4 KiB apart */
-                    const int64_t soff = off == 1 ? 3 : 0, doff = off == 2 ? 5 : (off == 1 ? 64 : 0);
-                    const int64_t kds = off == 3 ? (jn * W + 4095) / 4096 * 4096
+                       off 3: destination rows a multiple of 4 KiB apart; off 4:
+                       rows off line boundaries, through L2 when streaming (the
+                       3001 x 300 shape in chunks of k) */
+                    const int64_t soff = off == 1 ? 3 : 0, doff = off == 2 || off == 4 ? 5 : (off == 1 ? 64 : 0);
+                    const int64_t kds = off == 4 ? jn * W + 3 * W
+                                        : off == 3 ? (jn * W + 4095) / 4096 * 4096
                                         : stream && off == 0 ? jn * W : (jn * W + 63) / 64 * 64 + 64 * off;
                     int64_t n[2] = {kn, jn}, ss[2] = {W, kn * W}, ds[2] = {kds, W};
                     dmls_plan p;
@@ -131,6 +134,11 @@ static void test_transpose(void) {
                     p.inner_size = jn;
                     p.inner_src_stride = kn * W;
                     p.inner_dst_stride = W;
+                    p.l2 = off == 4 ? DMLS_L2_BOTH : DMLS_L2_NONE;
+                    if (kn == 3001 && off != 4) {   /* the large shape only through L2 */
+                        bufs_free(&b);
+                        continue;
+                    }
                     dmls_transpose(&p, (char *)b.src + soff, (char *)b.dst + doff, 0, jn, scratch);
                     dmls_isa.store_fence();
                     ref_copy(2, n, ss, ds, W, (char *)b.src + soff, (char *)b.want + doff);
@@ -275,7 +283,7 @@ static void test_block(void) {
             dmls_plan p;
             bufs b;
             int lines, l2;
-            for (l2 = DMLS_BLOCK_L2_NONE; l2 <= DMLS_BLOCK_L2_BOTH; l2++)
+            for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++)
             for (lines = 1; lines <= 4; lines += 3) {
                 bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
                 memset(&p, 0, sizeof p);
@@ -287,8 +295,8 @@ static void test_block(void) {
                 p.block_stage_src = off;
                 p.block_stage_dst = off && W <= 2;
                 /* through L2 buffers; BOTH writes its rows with streaming stores on one pass */
-                p.block_l2 = l2;
-                p.stream = l2 == DMLS_BLOCK_L2_BOTH && off;
+                p.l2 = l2;
+                p.stream = l2 == DMLS_L2_BOTH && off;
                 dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
                 if (p.stream) dmls_isa.store_fence();
                 ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
@@ -304,7 +312,7 @@ static void test_block(void) {
 static void test_block_chunks(void) {
     int wi, l2, stream;
     for (wi = 0; wi < 4; wi++)
-        for (l2 = DMLS_BLOCK_L2_SOURCE; l2 <= DMLS_BLOCK_L2_BOTH; l2++)
+        for (l2 = DMLS_L2_SOURCE; l2 <= DMLS_L2_BOTH; l2++)
             for (stream = 0; stream < 2; stream++) {
                 const int W = widths[wi];
                 const int64_t j0n = 30, j1n = 20, k0n = 35, k1n = 20;
@@ -323,8 +331,8 @@ static void test_block_chunks(void) {
                 set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
                 set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
                 p.block_lines = 1;
-                p.block_l2 = l2;
-                p.stream = stream && l2 == DMLS_BLOCK_L2_BOTH;
+                p.l2 = l2;
+                p.stream = stream && l2 == DMLS_L2_BOTH;
                 dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
                 if (p.stream) dmls_isa.store_fence();
                 ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
