@@ -51,6 +51,8 @@ BLOCK_L2_DEST_RUN = 256
 #: taken when its runs cost at most this fraction of the short block's
 #: (at 0.92 a 5-D case measured 5-10% slower, at 0.4 a 6-D one 15-25% faster).
 BLOCK_L2_BIG_GAIN = 0.6
+#: Through L2, a side longer than this many bytes is cut into chunks of it.
+BLOCK_L2_RUN = 1024
 #: Transposes through L2: destination runs (segments) of at least this many
 #: bytes (a 3001 x 5003 float32 transpose: 0.61 -> 0.75 of the limit with
 #: 1280-byte runs instead of 256).
@@ -224,19 +226,26 @@ def block_pitch(n: int) -> int:
     return p + 64 if p % 4096 == 0 else p
 
 
-def block_chunk(width: int, jtot: int, ktot: int) -> int:
-    """Values of k per L2 chunk of a ``jtot x ktot`` block (the C side's
-    dmls_block_chunk): all of them when both buffers hold the block, else
-    as many whole source lines as fit; 0 when not even 16 bytes do."""
-    room = BLOCK_L2_BYTES - 8 * BLOCK_GROUP
-    dp = block_pitch(jtot * width)
-    if jtot * block_pitch(ktot * width) <= room and ktot * dp <= room:
-        return ktot
-    kc = (room // jtot // 64 - 1) * 64 // width
-    kc = min(kc, room // dp)
-    kc -= kc % (64 // width)
-    kc = min(kc, ktot)
-    return kc if kc >= 16 // width else 0
+def block_chunks(width: int, jtot: int, ktot: int) -> tuple[int, int]:
+    """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
+    side's dmls_block_chunks): the whole block when both buffers hold it;
+    else runs of about BLOCK_L2_RUN bytes on the longer side and as many
+    whole lines as fit on the other; (0, 0) when not even 16 bytes do."""
+    room, e = BLOCK_L2_BYTES - 8 * BLOCK_GROUP, 64 // width
+    if jtot * block_pitch(ktot * width) <= room and ktot * block_pitch(jtot * width) <= room:
+        return jtot, ktot
+    j, k = jtot, ktot
+    if ktot * width <= BLOCK_L2_RUN:
+        j = min(room // block_pitch(ktot * width), (room // ktot // 64 - 1) * e)
+        j = min(j - j % e, jtot)
+    else:
+        if jtot * width > BLOCK_L2_RUN:
+            j = BLOCK_L2_RUN // width
+        k = min((room // j // 64 - 1) * e, room // block_pitch(j * width))
+        k = min(k - k % e, ktot)
+    if j < 16 // width or k < 16 // width:
+        return 0, 0
+    return j, k
 
 
 def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int) -> int:
@@ -245,7 +254,7 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
     A block tile reads one line from each of dozens of source rows and
     writes a line or less to each of as many destination rows: memory sees
     short runs from many places at once.  When the source rows (their
-    chunks of ``block_chunk`` values, ``width`` bytes each) are at least
+    chunks' ``block_chunks`` values, ``width`` bytes each) are at least
     four lines long, copying them to an L2 buffer one after another first
     measured 1.2-1.5x faster (1: source).  When the destination rows are
     long too, or whole lines, transposing into a second buffer and writing
@@ -253,7 +262,8 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
     Short destination rows (a few lines, most of them partly written) gain
     nothing from either.
     """
-    srun, drun = block_chunk(width, jtot, ktot) * width, jtot * width
+    jc, kc = block_chunks(width, jtot, ktot)
+    srun, drun = kc * width, jc * width
     if dst_bytes < stream_min_total or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN:
         return 0
     whole_lines = drun % 64 == 0 and all(b % 64 == 0 for _, _, b in kgroup)
@@ -262,9 +272,9 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
 
 def _run_cost(width: int, jtot: int, ktot: int, l2: int) -> float:
     """Relative cost of a block's memory runs: each side's run in bytes
-    (the L2 chunk's on the source side) costs the inverse of its length."""
-    k = block_chunk(width, jtot, ktot) if l2 else ktot
-    return 1 / (k * width) + 1 / (jtot * width)
+    (the L2 chunk's, through L2) costs the inverse of its length."""
+    j, k = block_chunks(width, jtot, ktot) if l2 else (jtot, ktot)
+    return 1 / (k * width) + 1 / (j * width)
 
 
 def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
@@ -557,14 +567,14 @@ def plan_copy(sizes, src_strides, dst_strides, element_bits: int, src_nibble: bo
     return CopyPlan(kind="plain", main=main, src_extent=extent[0], dst_extent=extent[1])
 
 
-def _l2_chunk(m: KernelPlan) -> int:
-    """Values of k per L2 chunk of a plan that goes through L2 (else 0)."""
+def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
+    """Values of j and of k per L2 chunk of a plan that goes through L2 (else (0, 0))."""
     if not m.l2:
-        return 0
+        return 0, 0
     if m.block is not None:
-        return block_chunk(m.width, m.block.j_elems, m.block.k_elems)
+        return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
     assert m.tile is not None
-    return block_chunk(m.width, m.segment_len, m.tile[0])
+    return block_chunks(m.width, m.segment_len, m.tile[0])
 
 
 def describe(plan: CopyPlan) -> dict:

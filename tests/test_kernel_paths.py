@@ -488,18 +488,23 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
 
 def test_streaming_block_cases_reach_l2_chunks(streaming):
     # A block longer than the L2 buffers hold goes through them in chunks of
-    # k; with dimensions that do not split (11, 17, 19), such a block keeps
-    # both sides' runs long.
+    # j or of k; with dimensions that do not split (11, 17, 19), such a
+    # block keeps both sides' runs long.
     chunked = set()
     for sizes, w, gather_plan, scatter_plan in _block_case_plans():
         for plan in (gather_plan, scatter_plan):
             if plan["mode"] == "block" and plan["l2"] != "none":
+                j_elems = math.prod(n for n, _ in plan["block"]["j"])
                 k_elems = math.prod(n for n, _ in plan["block"]["k"])
-                assert 0 < plan["l2_chunk"] <= k_elems
-                if plan["l2_chunk"] < k_elems:
-                    chunked.add((sizes, w))
-    assert {w for _, w in chunked} >= {2, 4, 8}  # bytes: the C tests chunk them
-    assert any(s == (2, 3, 11, 19, 17, 40) for s, _ in chunked)
+                jc, kc = plan["l2_chunk"]
+                assert 0 < jc <= j_elems and 0 < kc <= k_elems
+                if jc < j_elems:
+                    chunked.add((sizes, w, "j"))
+                if kc < k_elems:
+                    chunked.add((sizes, w, "k"))
+    assert {w for _, w, _ in chunked} >= {2, 4, 8}  # bytes: the C tests chunk them
+    assert {side for _, _, side in chunked} == {"j", "k"}
+    assert any(s == (2, 3, 11, 19, 17, 40) for s, _, _ in chunked)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)

@@ -201,47 +201,52 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
     }
 }
 
-/* The block through L2 (p->l2, see plan.h), in chunks of kc values
-   of k (dmls_block_chunk): each source row's chunk, js[j] + k0 * w, is
-   copied to a row of a buffer, one row after another; the chunk is
-   transposed from there either straight to the destination (SOURCE) or into
-   a second buffer whose rows are then written to d + kd[k] one after
-   another, with streaming stores when p->stream (BOTH).  Returns 0, having
-   touched nothing, when not even a chunk of one micro-block fits (the
-   caller copies the block without the buffers). */
 /* The arena's block buffers hold what the chunks need. */
 typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
 
+/* The block through L2 (p->l2, see plan.h), in chunks of jc x kc
+   (dmls_block_chunks): each source row's piece of the chunk,
+   js[j] + k0 * w, is copied to a row of a buffer, one row after another;
+   the chunk is transposed from there either straight to the destination
+   (SOURCE) or into a second buffer whose rows are then written to
+   d + kd[k] + j0 * w one after another, with streaming stores when
+   p->stream (BOTH).  Returns 0, having touched nothing, when not even a
+   chunk of one micro-block fits (the caller copies the block without the
+   buffers). */
 static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, char *d, const int64_t *kd,
                             char *tiles) {
     const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
-    const int64_t kc = dmls_block_chunk(w, jn, kn), dp = dmls_block_pitch(jn * w);
-    const int64_t sp = dmls_block_pitch(kc * w);
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
+    int64_t jc, kc, sp, dp, *srows, *drows, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
-    int64_t *srows, *drows, j, k, k0, n;
+    dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0)
         return 0;
+    sp = dmls_block_pitch(kc * w);
+    dp = dmls_block_pitch(jc * w);
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
     srows = (int64_t *)(sb + room);
     drows = (int64_t *)(db + room);
-    for (j = 0; j < jn; j++) srows[j] = j * sp;
+    for (j = 0; j < jc; j++) srows[j] = j * sp;
     for (k = 0; k < kc; k++) drows[k] = k * dp;
-    for (k0 = 0; k0 < kn; k0 += kc) {
-        n = kn - k0 < kc ? kn - k0 : kc;
-        for (j = 0; j < jn; j++)
-            memcpy(sb + j * sp, s + js[j] + k0 * w, (size_t)(n * w));
-        if (p->l2 == DMLS_L2_SOURCE) {
-            block_transpose(p->width, sb, srows, jn, d, kd + k0, n, 0, p->block_stage_dst, p->block_lines, 0,
-                            tiles);
-            continue;
+    for (j0 = 0; j0 < jn; j0 += jc) {
+        nj = jn - j0 < jc ? jn - j0 : jc;
+        for (k0 = 0; k0 < kn; k0 += kc) {
+            n = kn - k0 < kc ? kn - k0 : kc;
+            for (j = 0; j < nj; j++)
+                memcpy(sb + j * sp, s + js[j0 + j] + k0 * w, (size_t)(n * w));
+            if (p->l2 == DMLS_L2_SOURCE) {
+                block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
+                                p->block_lines, 0, tiles);
+                continue;
+            }
+            block_transpose(p->width, sb, srows, nj, db, drows, n, 0, 0, p->block_lines, 0, tiles);
+            if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
+                for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k] + j0 * w, db + k * dp, nj * w);
+            else
+                for (k = 0; k < n; k++) memcpy(d + kd[k0 + k] + j0 * w, db + k * dp, (size_t)(nj * w));
         }
-        block_transpose(p->width, sb, srows, jn, db, drows, n, 0, 0, p->block_lines, 0, tiles);
-        if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
-            for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k], db + k * dp, jn * w);
-        else
-            for (k = 0; k < n; k++) memcpy(d + kd[k0 + k], db + k * dp, (size_t)(jn * w));
     }
     return 1;
 }

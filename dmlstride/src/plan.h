@@ -38,21 +38,40 @@ static inline int64_t dmls_block_pitch(int64_t n) {
    DMLS_BLOCK_GROUP row offsets. */
 #define DMLS_BLOCK_L2_BYTES ((int64_t)5 << 16)
 #define DMLS_BLOCK_TABLE ((int64_t)DMLS_BLOCK_GROUP * 8)
-/* Values of k per L2 chunk of a jn x kn block of w-byte elements: all kn
-   when the jn source rows and the kn destination rows fit, else as many
-   whole source lines as fit (a multiple of 64 / w); 0 when not even one
-   micro-block (16 / w) does.  The planner (block_chunk) mirrors this. */
-static inline int64_t dmls_block_chunk(int64_t w, int64_t jn, int64_t kn) {
-    const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
-    const int64_t dp = dmls_block_pitch(jn * w);
-    int64_t kc;
-    if (jn < 1 || kn < 1) return 0;
-    if (jn * dmls_block_pitch(kn * w) <= room && kn * dp <= room) return kn;
-    kc = (room / jn / 64 - 1) * 64 / w;     /* jn * pitch(kc * w) <= room */
-    if (kc > room / dp) kc = room / dp;
-    kc -= kc % (64 / w);
-    if (kc > kn) kc = kn;
-    return kc >= 16 / w ? kc : 0;
+/* A jn x kn block of w-byte elements goes through L2 in chunks of *jc
+   values of j by *kc values of k (returned in both; 0 when not even one
+   micro-block fits): the whole block when both buffers hold it; else runs
+   of about DMLS_BLOCK_L2_RUN bytes on the side that is longer, as many
+   whole lines as fit on the other (every chunk's source rows of kc values
+   and destination rows of jc must fit their buffer).  The planner
+   (block_chunks) mirrors this. */
+#define DMLS_BLOCK_L2_RUN 1024
+static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t *jc, int64_t *kc) {
+    const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE, e = 64 / w;
+    int64_t j = jn, k = kn;
+    *jc = *kc = 0;
+    if (jn < 1 || kn < 1) return;
+    if (jn * dmls_block_pitch(kn * w) <= room && kn * dmls_block_pitch(jn * w) <= room) {
+        *jc = jn;
+        *kc = kn;
+        return;
+    }
+    if (kn * w <= DMLS_BLOCK_L2_RUN) {
+        /* short source rows whole; as many of them as fit */
+        j = room / dmls_block_pitch(kn * w);
+        if (j > (room / kn / 64 - 1) * e) j = (room / kn / 64 - 1) * e;
+        j -= j % e;
+        if (j > jn) j = jn;
+    } else {
+        if (jn * w > DMLS_BLOCK_L2_RUN) j = DMLS_BLOCK_L2_RUN / w;
+        k = (room / j / 64 - 1) * e;            /* j * pitch(k * w) <= room */
+        if (k > room / dmls_block_pitch(j * w)) k = room / dmls_block_pitch(j * w);
+        k -= k % e;
+        if (k > kn) k = kn;
+    }
+    if (j < 16 / w || k < 16 / w) return;
+    *jc = j;
+    *kc = k;
 }
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them). */

@@ -23,25 +23,29 @@ static void transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_
         dmls_tile(w, sj + kdone * w, dj + kdone * kds, kn - kdone, w, kds, 0, jb, iss, w, scratch);
 }
 
-/* Through L2, for destination rows off line boundaries: chunks of kc rows
-   of k: the chunk's source rows copied to a buffer one after another,
-   transposed into a second buffer, whose rows are then written out with
-   streaming stores for their whole lines.  Returns 0 when the buffers
-   cannot take a chunk. */
+/* Through L2, for destination rows off line boundaries: chunks of jc x kc
+   (dmls_block_chunks): the chunk's source rows copied to a buffer one
+   after another, transposed into a second buffer, whose rows are then
+   written out with streaming stores for their whole lines.  Returns 0 when
+   the buffers cannot take a chunk. */
 static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
                                 int64_t jn, char *scratch) {
-    const int64_t kc = dmls_block_chunk(w, jn, kn), dp = dmls_block_pitch(jn * w);
-    const int64_t sp = dmls_block_pitch(kc * w);
+    int64_t jc, kc, sp, dp, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
-    int64_t j, k, k0, n;
+    dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
+    sp = dmls_block_pitch(kc * w);
+    dp = dmls_block_pitch(jc * w);
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
-    for (k0 = 0; k0 < kn; k0 += kc) {
-        n = kn - k0 < kc ? kn - k0 : kc;
-        for (j = 0; j < jn; j++) memcpy(sb + j * sp, sj + j * iss + k0 * w, (size_t)(n * w));
-        transpose_plain(w, sb, sp, db, dp, n, jn, scratch);
-        for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds, db + k * dp, jn * w);
+    for (j0 = 0; j0 < jn; j0 += jc) {
+        nj = jn - j0 < jc ? jn - j0 : jc;
+        for (k0 = 0; k0 < kn; k0 += kc) {
+            n = kn - k0 < kc ? kn - k0 : kc;
+            for (j = 0; j < nj; j++) memcpy(sb + j * sp, sj + (j0 + j) * iss + k0 * w, (size_t)(n * w));
+            transpose_plain(w, sb, sp, db, dp, n, nj, scratch);
+            for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds + j0 * w, db + k * dp, nj * w);
+        }
     }
     return 1;
 }

@@ -307,8 +307,8 @@ static void test_block(void) {
         }
 }
 
-/* ---- a block larger than the L2 buffers goes through them in chunks of k:
-   J = (30, 20) x K = (35, 20), chunks ending mid-block and a short last one ---- */
+/* ---- a block larger than the L2 buffers goes through them in chunks of j and k:
+   J = (30, 20) x K = (35, 20), chunks ending mid-block and short last ones ---- */
 static void test_block_chunks(void) {
     int wi, l2, stream;
     for (wi = 0; wi < 4; wi++)
@@ -320,10 +320,14 @@ static void test_block_chunks(void) {
                 const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
                 const int64_t total = j0n * j1n * k0n * k1n, o = 3 * W;
                 int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
-                const int64_t kc = dmls_block_chunk(W, j0n * j1n, k0n * k1n);
+                int64_t jc, kc;
                 dmls_plan p;
                 bufs b;
-                CHECK(kc > 0 && kc < k0n * k1n && (k0n * k1n) % kc != 0, "block chunk W=%d: %lld", W, (long long)kc);
+                dmls_block_chunks(W, j0n * j1n, k0n * k1n, &jc, &kc);
+                /* chunks of j (every width) and of k (W > 1), the last ones short */
+                CHECK(jc > 0 && kc > 0 && jc < j0n * j1n && (j0n * j1n) % jc != 0 &&
+                      (W == 1 || (kc < k0n * k1n && (k0n * k1n) % kc != 0)),
+                      "block chunks W=%d: %lld x %lld", W, (long long)jc, (long long)kc);
                 bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
                 memset(&p, 0, sizeof p);
                 p.mode = DMLS_MODE_BLOCK;
