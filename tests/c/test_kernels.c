@@ -261,50 +261,58 @@ static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, in
     g->elems = n0 * n1;
 }
 
-/* ---- the blocked transpose: J = (j0, j1) destination-contiguous, K = (k0, k1) source-contiguous;
-   sizes that leave ragged micro-block edges (J and K not multiples of 16 / W, or shorter) ---- */
+/* One blocked transpose of a 4-D tensor (j1, k1, j0, k0): in the source k0
+   is fastest, then k1, j0, j1; in the destination j0, j1, k0, k1.  J = (j0,
+   j1) is destination-contiguous, K = (k0, k1) source-contiguous; both
+   buffers start o bytes in.  Returns whether it matched the reference. */
+static int block_case(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
+                      int stage_src, int stage_dst, int l2, int stream) {
+    /* source strides (bytes) */
+    const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
+    /* destination strides */
+    const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
+    const int64_t total = j0n * j1n * k0n * k1n;
+    int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
+    dmls_plan p;
+    bufs b;
+    int ok;
+    bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
+    memset(&p, 0, sizeof p);
+    p.mode = DMLS_MODE_BLOCK;
+    p.width = W;
+    set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
+    set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
+    p.block_lines = lines;
+    p.block_stage_src = stage_src;
+    p.block_stage_dst = stage_dst;
+    p.l2 = l2;
+    p.stream = stream;
+    dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
+    if (p.stream) dmls_isa.store_fence();
+    ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+    ok = memcmp(b.dst, b.want, b.dbytes) == 0;
+    bufs_free(&b);
+    return ok;
+}
+
+/* ---- the blocked transpose: sizes that leave ragged micro-block edges (J and K
+   not multiples of 16 / W, or shorter), with and without the L2 buffers ---- */
 static void test_block(void) {
     static const int64_t shapes[][4] = {{13, 5, 16, 3}, {11, 7, 5, 19}, {3, 1, 7, 1}, {9, 7, 17, 3}, {2, 3, 31, 1}};
-    int wi, off, si;
+    int wi, off, si, lines, l2;
     for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
     for (wi = 0; wi < 4; wi++)
-        for (off = 0; off < 2; off++) {
-            const int W = widths[wi];
-            /* A 4-D tensor (j1, k1, j0, k0): in the source k0 is fastest,
-               then k1, j0, j1; in the destination j0, j1, k0, k1. */
-            const int64_t j0n = shapes[si][0], j1n = shapes[si][1], k0n = shapes[si][2], k1n = shapes[si][3];
-            /* source strides (bytes) */
-            const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
-            /* destination strides */
-            const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
-            const int64_t total = j0n * j1n * k0n * k1n;
-            const int64_t o = off ? 7 : 0;
-            int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
-            dmls_plan p;
-            bufs b;
-            int lines, l2;
+        for (off = 0; off < 2; off++)
             for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++)
-            for (lines = 1; lines <= 4; lines += 3) {
-                bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
-                memset(&p, 0, sizeof p);
-                p.mode = DMLS_MODE_BLOCK;
-                p.width = W;
-                set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
-                set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
-                p.block_lines = lines;
-                p.block_stage_src = off;
-                p.block_stage_dst = off && W <= 2;
-                /* through L2 buffers; BOTH writes its rows with streaming stores on one pass */
-                p.l2 = l2;
-                p.stream = l2 == DMLS_L2_BOTH && off;
-                dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
-                if (p.stream) dmls_isa.store_fence();
-                ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d l2=%d",
-                      (long long)j0n, (long long)j1n, (long long)k0n, (long long)k1n, W, off, lines, l2);
-                bufs_free(&b);
-            }
-        }
+                for (lines = 1; lines <= 4; lines += 3) {
+                    const int W = widths[wi];
+                    const int64_t j0n = shapes[si][0], j1n = shapes[si][1], k0n = shapes[si][2], k1n = shapes[si][3];
+                    /* BOTH writes its rows with streaming stores on one pass */
+                    CHECK(block_case(W, j0n, j1n, k0n, k1n, off ? 7 : 0, lines, off, off && W <= 2, l2,
+                                     l2 == DMLS_L2_BOTH && off),
+                          "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d l2=%d", (long long)j0n, (long long)j1n,
+                          (long long)k0n, (long long)k1n, W, off, lines, l2);
+                }
 }
 
 /* ---- a block larger than the L2 buffers goes through them in chunks of j and k:
@@ -315,33 +323,13 @@ static void test_block_chunks(void) {
         for (l2 = DMLS_L2_SOURCE; l2 <= DMLS_L2_BOTH; l2++)
             for (stream = 0; stream < 2; stream++) {
                 const int W = widths[wi];
-                const int64_t j0n = 30, j1n = 20, k0n = 35, k1n = 20;
-                const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
-                const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
-                const int64_t total = j0n * j1n * k0n * k1n, o = 3 * W;
-                int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
                 int64_t jc, kc;
-                dmls_plan p;
-                bufs b;
-                dmls_block_chunks(W, j0n * j1n, k0n * k1n, &jc, &kc);
+                dmls_block_chunks(W, 600, 700, &jc, &kc);
                 /* chunks of j (every width) and of k (W > 1), the last ones short */
-                CHECK(jc > 0 && kc > 0 && jc < j0n * j1n && (j0n * j1n) % jc != 0 &&
-                      (W == 1 || (kc < k0n * k1n && (k0n * k1n) % kc != 0)),
+                CHECK(jc > 0 && kc > 0 && jc < 600 && 600 % jc != 0 && (W == 1 || (kc < 700 && 700 % kc != 0)),
                       "block chunks W=%d: %lld x %lld", W, (long long)jc, (long long)kc);
-                bufs_new(&b, (size_t)(o + total * W), (size_t)(o + total * W));
-                memset(&p, 0, sizeof p);
-                p.mode = DMLS_MODE_BLOCK;
-                p.width = W;
-                set_group(&p.jgroup, j0n, s_j0, j1n, s_j1);
-                set_group(&p.kgroup, k0n, d_k0, k1n, d_k1);
-                p.block_lines = 1;
-                p.l2 = l2;
-                p.stream = stream && l2 == DMLS_L2_BOTH;
-                dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
-                if (p.stream) dmls_isa.store_fence();
-                ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "block chunks W=%d l2=%d stream=%d", W, l2, stream);
-                bufs_free(&b);
+                CHECK(block_case(W, 30, 20, 35, 20, 3 * W, 1, 0, 0, l2, stream && l2 == DMLS_L2_BOTH),
+                      "block chunks W=%d l2=%d stream=%d", W, l2, stream);
             }
 }
 
