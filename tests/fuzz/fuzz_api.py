@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import operator
 import os
 import sys
 import time
@@ -566,6 +567,17 @@ def same_values(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(nan, np.isnan(want))) and got[~nan].tobytes() == want[~nan].tobytes()
 
 
+def _index(axis: Any) -> int | None:
+    """axis as an integer if it is one (operator.index accepts it; bools and
+    numpy.timedelta64, a subclass of numpy.integer, are not), else None."""
+    if isinstance(axis, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(axis)
+    except TypeError:
+        return None
+
+
 def wild_affine(r: Reader, sizes: tuple[int, ...]) -> tuple[Any, Any, Any, Violations]:
     """scale, bias and axis for convert / gather, and the rules they break."""
     v: Violations = set()
@@ -606,8 +618,8 @@ def wild_affine(r: Reader, sizes: tuple[int, ...]) -> tuple[Any, Any, Any, Viola
             v.add("TypeError")
             continue
         if arr.ndim == 1:
-            good_axis = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -ndim <= axis < ndim
-            if axis is None or (good_axis and arr.shape[0] != sizes[axis]):
+            good_axis = _index(axis) is not None and -ndim <= _index(axis) < ndim
+            if axis is None or (good_axis and arr.shape[0] != sizes[_index(axis)]):
                 v.add("ValueError")
         elif arr.ndim > 1:
             v.add("ValueError")
