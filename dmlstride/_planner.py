@@ -40,6 +40,8 @@ BLOCK_ELEMS = 1 << 16
 #: DMLS_SCRATCH_BLOCK_BYTES); the destination buffer ends with a table of
 #: BLOCK_GROUP row offsets.
 BLOCK_L2_BYTES = 5 << 16
+#: ... of which rows may take this many (the rest holds the row table).
+BLOCK_L2_ROOM = BLOCK_L2_BYTES - 8 * BLOCK_GROUP
 #: ... and the run lengths (bytes) that make it pay: source rows at least
 #: this long are copied to L2 first (when the destination's are not tiny) ...
 BLOCK_L2_SOURCE_RUN = 256
@@ -231,7 +233,7 @@ def block_chunks(width: int, jtot: int, ktot: int) -> tuple[int, int]:
     side's dmls_block_chunks): the whole block when both buffers hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
     whole lines as fit on the other; (0, 0) when not even 16 bytes do."""
-    room, e = BLOCK_L2_BYTES - 8 * BLOCK_GROUP, 64 // width
+    room, e = BLOCK_L2_ROOM, 64 // width
     if jtot * block_pitch(ktot * width) <= room and ktot * block_pitch(jtot * width) <= room:
         return jtot, ktot
     j, k = jtot, ktot
@@ -430,7 +432,7 @@ def split_segments(plan: KernelPlan) -> None:
         low = -(-L2_TILE_RUN // plan.width // 64) * 64 if plan.l2 else 64
         plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
         if plan.l2:  # at most as many rows as leave room for a chunk of k
-            plan.segment_len = min(plan.segment_len, (BLOCK_L2_BYTES - 8 * BLOCK_GROUP) // 128 // 64 * 64)
+            plan.segment_len = min(plan.segment_len, BLOCK_L2_ROOM // 128 // 64 * 64)
     plan.segments = -(-inner_n // plan.segment_len)
     plan.tasks = plan.outer_count * plan.segments
 
