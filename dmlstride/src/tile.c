@@ -74,9 +74,9 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         } else {
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
-            if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch))
-                return;
-            dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
+            if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch)))
+                transpose_plain(w, sj, iss, dj, kds, kn, jn, scratch);
+            return;
         }
     }
     if (kdone == 0) ja = jb = 0;
