@@ -354,6 +354,32 @@ def _expected_copy(src, src_desc, dst_before, dst_desc, dst_offset):
     return expect.tobytes()
 
 
+@pytest.mark.parametrize("dtype,src_skew", [
+    (dtype, skew) for dtype in WIDTH_DTYPES for skew in (0, 4, 8, 16, 32, 48)
+    if skew % np.dtype(ds.numpy_dtype(dtype)).itemsize == 0])
+@pytest.mark.parametrize("cols,pitch", [(320, 320), (333, 384), (37, 64)])
+def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, pitch, streaming, threads):
+    # Source rows a multiple of 64 bytes apart, all at src_skew bytes past a
+    # line: the line-strip transpose starts its bands at the first line
+    # boundary, so that the rest read whole lines.
+    # (Destination rows 192 elements apart, not back to back: those take
+    # the contiguous path.)
+    rows, dst_pitch = 128, 192
+    src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [pitch, 1])
+    dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dst_pitch])
+    plan = _engine.Plan([rows, cols], [pitch, 1], [1, dst_pitch], src_desc.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
+    nbytes = src_desc.total_tensor_size_in_bytes
+    raw = _random_buffer(nbytes + 128, cols + src_skew)
+    start = (-raw.ctypes.data) % 64 + src_skew
+    src = raw[start:start + nbytes]
+    assert src.ctypes.data % 64 == src_skew
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, rows).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 0)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, check_alignment=False)
+    assert bytes(dst) == expect
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])
 @pytest.mark.parametrize("c,hw", [(16, 40), (17, 1000), (64, 129), (64, 1000), (300, 40)])

