@@ -358,13 +358,14 @@ def _expected_copy(src, src_desc, dst_before, dst_desc, dst_offset):
     (dtype, skew) for dtype in WIDTH_DTYPES for skew in (0, 4, 8, 16, 32, 48)
     if skew % np.dtype(ds.numpy_dtype(dtype)).itemsize == 0])
 @pytest.mark.parametrize("cols,pitch", [(320, 320), (333, 384), (37, 64)])
-def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, pitch, streaming, threads):
+@pytest.mark.parametrize("rows,dst_pitch", [(128, 192), (128, 128), (1024, 1024)],
+                         ids=["rows-apart", "back-to-back", "long-rows"])
+def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, pitch, rows, dst_pitch,
+                                                         streaming, threads):
     # Source rows a multiple of 64 bytes apart, all at src_skew bytes past a
-    # line: the line-strip transpose starts its bands at the first line
-    # boundary, so that the rest read whole lines.
-    # (Destination rows 192 elements apart, not back to back: those take
-    # the contiguous path.)
-    rows, dst_pitch = 128, 192
+    # line: the streaming transposes (destination rows apart, or back to
+    # back) start their bands at the first line boundary, so that the rest
+    # read whole lines.
     src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [pitch, 1])
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dst_pitch])
     plan = _engine.Plan([rows, cols], [pitch, 1], [1, dst_pitch], src_desc.element_bits)

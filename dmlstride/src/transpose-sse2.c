@@ -207,6 +207,16 @@ static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_
         }
 }
 
+/* Source rows on the same line offset but off a line boundary (the
+   source 16 bytes past one, say): how many k (a multiple of 16 / W) come
+   before the first boundary, for a first band that ends there, so that
+   every other band reads whole lines (a 4096 x 4096 float32 transpose
+   took 1.11x the aligned time with bands from k = 0); else 0. */
+static inline int64_t dmls_line_head(int W, const char *s, int64_t sj) {
+    const int64_t skew = (int64_t)((uintptr_t)s % 64);
+    return sj % 64 == 0 && skew % 16 == 0 ? (64 - skew) % 64 / W : 0;
+}
+
 /* Destination rows line-aligned (d and dk multiples of 64) and jn a
    multiple of 64 / W: passes of up to 64 j (source rows) by TK k; in a
    pass, each group of N k rows gets its lines for all the pass's j written
@@ -234,12 +244,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     char *dst = scratch + JB * SP;          /* TK * DP <= 20 KiB */
     const int dstaged = dk % 4096 == 0;
     const int64_t kf = kn - kn % N;
-    /* Source rows on the same line offset but off a line boundary (the
-       source 16 bytes past one, say): the first band ends at the first
-       boundary, so that every other band reads whole lines (measured 1.11x
-       the aligned time before on a 4096 x 4096 float32 transpose). */
-    const int64_t skew = (int64_t)((uintptr_t)s % 64), head = sj % 64 == 0 && skew % 16 == 0 ?
-        (64 - skew) % 64 / W : 0;
+    const int64_t head = dmls_line_head(W, s, sj);
     int64_t j0, nj, jb, kb, ke, k;
     for (j0 = 0; j0 < jn; j0 += JB) {
         nj = jn - j0 < JB ? jn - j0 : JB;  /* a multiple of E, as jn and JB are */
@@ -289,14 +294,16 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
        source row (so sst holds them when jn <= 64) and TB bytes out. */
     int64_t TK = TB / row / (64 / W) * (64 / W);
     const int sstaged = sj % 4096 == 0 && jn <= 64;
-    int64_t kf, kb, ke;
+    int64_t kf, kb, ke, head = dmls_line_head(W, s, sj);
     if (TK > 256 / W) TK = 256 / W;
     if (TK < N) TK = N;
+    if (head > TK) head = 0;    /* a first band no longer than the others */
     kf = kn - kn % N;
-    for (kb = 0; kb < kf; kb += TK) {
+    for (kb = 0; kb < kf; kb = ke) {
         const char *sb = s;
         int64_t ss = sj;
-        ke = kb + TK < kf ? kb + TK : kf;
+        ke = kb == 0 && head > 0 ? head : kb + TK;
+        if (ke > kf) ke = kf;
         if (sstaged) {
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
