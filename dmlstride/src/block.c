@@ -217,7 +217,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                             char *tiles) {
     const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
-    int64_t jc, kc, sp, dp, *srows, *drows, j, k, j0, k0, nj, n;
+    int64_t jc, kc, sp, dp, *srows, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0)
@@ -227,9 +227,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
     srows = (int64_t *)(sb + room);
-    drows = (int64_t *)(db + room);
     for (j = 0; j < jc; j++) srows[j] = j * sp;
-    for (k = 0; k < kc; k++) drows[k] = k * dp;
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
@@ -241,7 +239,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                                 p->block_lines, 0, tiles);
                 continue;
             }
-            block_transpose(p->width, sb, srows, nj, db, drows, n, 0, 0, p->block_lines, 0, tiles);
+            dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, tiles);
             if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
                 for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k] + j0 * w, db + k * dp, nj * w);
             else

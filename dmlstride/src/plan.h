@@ -34,8 +34,9 @@ static inline int64_t dmls_block_pitch(int64_t n) {
     int64_t p = (n + 63) / 64 * 64;
     return p % 4096 == 0 ? p + 64 : p;
 }
-/* Each L2 buffer holds DMLS_BLOCK_L2_BYTES: rows, then a table of
-   DMLS_BLOCK_GROUP row offsets. */
+/* Each L2 buffer holds DMLS_BLOCK_L2_BYTES: rows, then room for a table
+   of DMLS_BLOCK_GROUP row offsets (the source buffer's rows, for the
+   block kernel; both buffers keep the room, so chunks fit either). */
 #define DMLS_BLOCK_L2_BYTES ((int64_t)5 << 16)
 #define DMLS_BLOCK_TABLE ((int64_t)DMLS_BLOCK_GROUP * 8)
 /* A jn x kn block of w-byte elements goes through L2 in chunks of *jc
