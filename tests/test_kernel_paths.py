@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import dmlstride as ds
-from dmlstride import _engine
+from dmlstride import _engine, _planner, transfer
 
 WIDTH_DTYPES = ["uint8", "float16", "float32", "float64"]
 
@@ -511,6 +511,60 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
                 seen.add((plan["l2"], plan["stream"]))
     assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
     assert ("source", True) not in seen and ("both", False) not in seen
+
+
+@pytest.fixture
+def l2_without_streaming(monkeypatch):
+    # Blocks go through L2 from a lower size than the one streaming starts
+    # at (source and destination together past the L3); let every block
+    # case go through L2 with ordinary stores.  Plans made before are dropped.
+    monkeypatch.setattr(_planner, "BLOCK_L2_MIN_TOTAL", 0)
+    monkeypatch.setattr(transfer, "_plans", {})
+    yield
+
+
+def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
+    seen = set()
+    for _, _, gather_plan, scatter_plan in _block_case_plans():
+        for plan in (gather_plan, scatter_plan):
+            if plan["mode"] == "block":
+                seen.add((plan["l2"], plan["stream"]))
+    assert {("source", False), ("both", False)} <= seen
+    assert not any(stream for _, stream in seen)
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
+                         ids=[c[0] for c in BLOCK_CASES])
+def test_block_transpose_through_l2_without_streaming(dtype, name, sizes, spec, gather_block, scatter_block,
+                                                      l2_without_streaming, threads):
+    strided, _ = _block_desc(dtype, sizes, spec)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    pairs = [(strided, packed)]
+    if name != "broadcast_outer":  # an overlapping destination cannot be written
+        pairs.append((packed, strided))
+    for src_desc, dst_desc in pairs:
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, len(name) + 1)
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 16 + 64, 5).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 16)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=16, check_alignment=False)
+        assert bytes(dst) == expect
+
+
+def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
+    # 17 MB of uint16 in a scrambled 6-D order, at the default limits: past
+    # the size from which blocks go through L2, below the streaming one.
+    sizes, order = (6, 10, 14, 18, 22, 26), (2, 5, 1, 4, 0, 3)
+    values = np.random.default_rng(6).integers(0, 1 << 16, sizes, dtype=np.uint16)
+    view = values.transpose(order)
+    desc = ds.BufferTensorDesc("uint16", list(view.shape), [s // 2 for s in view.strides])
+    packed = ds.BufferTensorDesc("uint16", desc.sizes).effective_strides
+    plan = _engine.Plan(desc.sizes, desc.effective_strides, packed, 16).describe()
+    assert plan["mode"] == "block" and plan["l2"] != "none" and not plan["stream"]
+    np.testing.assert_array_equal(ds.gather(values, desc), view)
+    out = np.zeros_like(values)
+    ds.scatter(np.ascontiguousarray(view), desc, out)
+    np.testing.assert_array_equal(out, values)
 
 
 def test_streaming_block_cases_reach_l2_chunks(streaming):

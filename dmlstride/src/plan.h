@@ -20,7 +20,7 @@ enum {
 
 /* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
 #define DMLS_BLOCK_GROUP 1024
-/* MODE_BLOCK and MODE_TILE in copies far larger than the caches (plan
+/* MODE_BLOCK and MODE_TILE in copies larger than the caches (plan
    field l2): a block's source rows are first copied, one after another, to
    a buffer in L2 (SOURCE), and with BOTH the block is transposed into a
    second buffer whose rows are then written to the destination one after
