@@ -477,6 +477,11 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
 @pytest.mark.parametrize("dst_offset", [0, 16, 4])
 def test_streaming_block_transpose(dtype, name, sizes, spec, gather_block, scatter_block, dst_offset,
                                    streaming, threads):
+    _check_block_case_copies(dtype, name, sizes, spec, dst_offset)
+
+
+def _check_block_case_copies(dtype, name, sizes, spec, dst_offset):
+    """Copy a block case strided -> packed and packed -> strided, against numpy."""
     strided, _ = _block_desc(dtype, sizes, spec)
     packed = ds.BufferTensorDesc(dtype, sizes)
     pairs = [(strided, packed)]
@@ -504,11 +509,7 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
     # Past the streaming limit, long source rows go through an L2 buffer
     # (source), and long or line-aligned destination rows through a second
     # one (both); the cases above reach each, with and without streaming.
-    seen = set()
-    for _, w, gather_plan, scatter_plan in _block_case_plans():
-        for plan in (gather_plan, scatter_plan):
-            if plan["mode"] == "block":
-                seen.add((plan["l2"], plan["stream"]))
+    seen = _block_l2_modes_seen()
     assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
     assert ("source", True) not in seen and ("both", False) not in seen
 
@@ -523,12 +524,14 @@ def l2_without_streaming(monkeypatch):
     yield
 
 
+def _block_l2_modes_seen():
+    """(L2 mode, streams) of every block plan among the block cases."""
+    return {(plan["l2"], plan["stream"]) for _, _, gather_plan, scatter_plan in _block_case_plans()
+            for plan in (gather_plan, scatter_plan) if plan["mode"] == "block"}
+
+
 def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
-    seen = set()
-    for _, _, gather_plan, scatter_plan in _block_case_plans():
-        for plan in (gather_plan, scatter_plan):
-            if plan["mode"] == "block":
-                seen.add((plan["l2"], plan["stream"]))
+    seen = _block_l2_modes_seen()
     assert {("source", False), ("both", False)} <= seen
     assert not any(stream for _, stream in seen)
 
@@ -538,17 +541,7 @@ def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
                          ids=[c[0] for c in BLOCK_CASES])
 def test_block_transpose_through_l2_without_streaming(dtype, name, sizes, spec, gather_block, scatter_block,
                                                       l2_without_streaming, threads):
-    strided, _ = _block_desc(dtype, sizes, spec)
-    packed = ds.BufferTensorDesc(dtype, sizes)
-    pairs = [(strided, packed)]
-    if name != "broadcast_outer":  # an overlapping destination cannot be written
-        pairs.append((packed, strided))
-    for src_desc, dst_desc in pairs:
-        src = _random_buffer(src_desc.total_tensor_size_in_bytes, len(name) + 1)
-        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 16 + 64, 5).tobytes())
-        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 16)
-        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=16, check_alignment=False)
-        assert bytes(dst) == expect
+    _check_block_case_copies(dtype, name, sizes, spec, 16)
 
 
 def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
