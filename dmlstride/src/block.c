@@ -73,6 +73,24 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
         jb = (t % ntj) * TJ;
         nj = jn - jb < TJ ? jn - jb : TJ;
         nk = kn - kb < TK ? kn - kb : TK;
+#if DMLSTRIDE_HAVE_SIMD
+        if (!nt && dmls_isa.level >= DMLS_ISA_SSE2) {
+            /* A last tile narrower than a micro-block (70 values of j in
+               tiles of 64 leave 6) would go element by element: it is
+               moved back to be one micro-block wide, overlapping the tile
+               before (those elements are written twice, with the same
+               values). */
+            const int64_t N = 16 / W;
+            if (nj < N && jb > 0) {
+                jb = jn - N;
+                nj = N;
+            }
+            if (nk < N && kb > 0) {
+                kb = kn - N;
+                nk = N;
+            }
+        }
+#endif
         if (t + DMLS_BAHEAD < ntj * ntk) {
             /* Source rows are short runs in many pages: ask for the lines
                of a tile ahead (into L2) so their misses overlap this
