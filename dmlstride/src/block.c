@@ -54,7 +54,7 @@ static inline void block_micro(int W, const char *const *sr, char *const *dr, in
 
 static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                char *d, const int64_t *kd, int64_t kn,
-                               int sstage, int dstage, const int64_t L, int nt, char *scratch) {
+                               int sstage, int dstage, const int64_t L, int nt, int pf, char *scratch) {
     /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
        (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
        DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
@@ -91,7 +91,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             }
         }
 #endif
-        if (t + DMLS_BAHEAD < ntj * ntk) {
+        if (pf && t + DMLS_BAHEAD < ntj * ntk) {
             /* Source rows are short runs in many pages: ask for the lines
                of a tile ahead (into L2) so their misses overlap this
                tile's work. */
@@ -176,15 +176,16 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
    element copies.  nt: write whole
    destination lines with streaming stores; the caller guarantees
    !dstage, d + kd[k] line-aligned, and jn and the tile width
-   DMLS_BJ / lines multiples of 64 / W. */
+   DMLS_BJ / lines multiples of 64 / W.  pf: prefetch the source lines of
+   the tiles ahead (not for a source already in cache). */
 static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                             char *d, const int64_t *kd, int64_t kn,
-                            int sstage, int dstage, int lines, int nt, char *scratch) {
-#define DMLS_BLOCK_TILES(W_) do {                                                     \
-        if (lines == 4)                                                               \
-            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, scratch);   \
-        else                                                                          \
-            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, scratch);   \
+                            int sstage, int dstage, int lines, int nt, int pf, char *scratch) {
+#define DMLS_BLOCK_TILES(W_) do {                                                         \
+        if (lines == 4)                                                                   \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, pf, scratch);   \
+        else                                                                              \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, pf, scratch);   \
     } while (0)
     switch (W) {
     case 1: DMLS_BLOCK_TILES(1); break;
@@ -254,7 +255,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                 memcpy(sb + j * sp, s + js[j0 + j] + k0 * w, (size_t)(n * w));
             if (p->l2 == DMLS_L2_SOURCE) {
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
-                                p->block_lines, 0, tiles);
+                                p->block_lines, 0, 0, tiles);
                 continue;
             }
             dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, tiles);
@@ -267,21 +268,24 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     return 1;
 }
 
-void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
+void dmls_block_tables(const dmls_plan *p, char *scratch) {
     /* jgroup.elems, kgroup.elems <= DMLS_BLOCK_GROUP: 2 x 8 KiB of tables
        at the start of scratch, the tiles' buffers after them. */
-    int64_t *js = (int64_t *)scratch;
-    int64_t *kd = js + DMLS_BLOCK_GROUP;
-    char *tiles = (char *)(kd + DMLS_BLOCK_GROUP);
+    group_offsets(&p->jgroup, (int64_t *)scratch);
+    group_offsets(&p->kgroup, (int64_t *)scratch + DMLS_BLOCK_GROUP);
+}
+
+void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
+    const int64_t *js = (const int64_t *)scratch;
+    const int64_t *kd = js + DMLS_BLOCK_GROUP;
+    char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
     const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
     int64_t ja = 0, body = 0;
-    group_offsets(&p->jgroup, js);
-    group_offsets(&p->kgroup, kd);
     if (p->l2 != DMLS_L2_NONE) {
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, d, kd, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                            p->block_lines, 0, tiles);
+                            p->block_lines, 0, 1, tiles);
         return;
     }
     if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream)
@@ -290,11 +294,11 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
         body = dmls_whole_lines(d, w, jn, &ja);
     if (body == 0) {
         block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, tiles);
+                        p->block_lines, 0, 1, tiles);
         return;
     }
     block_columns(p->width, s, js, 0, ja, d, kd, kn);
     block_transpose(p->width, s, js + ja, body, d + ja * w, kd, kn, p->block_stage_src, 0,
-                    p->block_lines, 1, tiles);
+                    p->block_lines, 1, 1, tiles);
     block_columns(p->width, s, js, ja + body, jn, d, kd, kn);
 }

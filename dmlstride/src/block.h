@@ -4,8 +4,13 @@
 
 #include "plan.h"
 
-/* One J x K block of p at the given outer offsets (s, d).  scratch:
-   DMLS_SCRATCH_REGION bytes (offset tables and tiles). */
+/* Fill the offset tables of p's groups at the start of scratch
+   (DMLS_SCRATCH_REGION bytes): once for a run of p's tasks, which all use
+   the same tables. */
+void dmls_block_tables(const dmls_plan *p, char *scratch);
+
+/* One J x K block of p at the given outer offsets (s, d).  scratch: the
+   region dmls_block_tables filled for p (offset tables, then tiles). */
 void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch);
 
 #endif

@@ -107,6 +107,7 @@ static inline int64_t segment_shift(const dmls_plan *p, const char *d, int64_t d
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
     if (t0 >= t1) return;
+    if (p->mode == DMLS_MODE_BLOCK) dmls_block_tables(p, scratch);
     outer_offsets(p, t0 / p->segments, idx, &so, &do_);
     seg = t0 % p->segments;
     shift = segment_shift(p, d, do_);

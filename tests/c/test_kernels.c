@@ -287,6 +287,7 @@ static int block_case(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n,
     p.block_stage_dst = stage_dst;
     p.l2 = l2;
     p.stream = stream;
+    dmls_block_tables(&p, dmls_scratch());
     dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
     if (p.stream) dmls_isa.store_fence();
     ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
