@@ -37,10 +37,10 @@ BLOCK_GROUP = 1024
 #: ... and in a block (J x K, sized for L2).
 BLOCK_ELEMS = 1 << 16
 #: MODE block through L2: bytes in each of the two buffers (the C side's
-#: DMLS_SCRATCH_BLOCK_BYTES); the destination buffer ends with a table of
-#: BLOCK_GROUP row offsets.
+#: DMLS_SCRATCH_BLOCK_BYTES); each keeps room at its end for a table of
+#: BLOCK_GROUP row offsets (the source buffer's rows, for the block kernel).
 BLOCK_L2_BYTES = 5 << 16
-#: ... of which rows may take this many (the rest holds the row table).
+#: ... of which rows may take this many (the rest is that room).
 BLOCK_L2_ROOM = BLOCK_L2_BYTES - 8 * BLOCK_GROUP
 #: ... and the run lengths (bytes) that make it pay: source rows at least
 #: this long are copied to L2 first (when the destination's are not tiny) ...
