@@ -246,7 +246,8 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
     srows = (int64_t *)(sb + room);
-    for (j = 0; j < jc; j++) srows[j] = j * sp;
+    if (p->l2 == DMLS_L2_SOURCE)    /* the block kernel's row table (BOTH needs none) */
+        for (j = 0; j < jc; j++) srows[j] = j * sp;
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
