@@ -8,13 +8,13 @@ Build switches (environment variables):
 
 * DMLSTRIDE_NO_THREADS=1: a single-threaded engine (as on platforms without
   pthreads);
-* DMLSTRIDE_NO_SIMD=1: the generic kernels only (no SSE2/SSSE3 variants);
+* DMLSTRIDE_NO_SIMD=1: the generic kernels only (no SSE2/SSSE3/AVX2 variants);
 * DMLSTRIDE_EXTRA_CFLAGS / DMLSTRIDE_EXTRA_LDFLAGS: extra compiler and linker
   flags (the sanitizer build uses them), added last;
 * DMLSTRIDE_DEBUG=1: keep debug information (release builds carry none).
 
 The wheel targets the baseline of the platform (no -march=native): on x86-64
-the SSE2 kernels are always compiled in, SSSE3 ones are chosen at run time.
+the SSE2 kernels are always compiled in, SSSE3 and AVX2 ones are chosen at run time.
 """
 
 import glob

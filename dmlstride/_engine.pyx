@@ -33,7 +33,7 @@ from dmlstride._kernels cimport *
 from dmlstride import _planner
 
 cnp.import_array()
-dmls_isa_select(DMLS_ISA_SSSE3)
+dmls_isa_select(DMLS_ISA_AVX2)
 
 # The C side's limits (src/limits.h); a test checks they agree with Python's.
 ALIGNMENT = DMLS_ALIGNMENT
@@ -204,7 +204,7 @@ def _set_stream_min_total(int64_t nbytes):
 
 def _select_isa(int max_level):
     """Use the kernel variants of instruction-set level ``max_level`` at most
-    (0 generic, 1 SSE2, 2 SSSE3) that the CPU supports; return the level chosen.
+    (0 generic, 1 SSE2, 2 SSSE3, 3 AVX2) that the CPU supports; return the level chosen.
 
     Private: lets the tests run the generic kernels on a SIMD build.
     """

@@ -90,6 +90,7 @@ cdef extern from "src/isa.h":
         DMLS_ISA_GENERIC
         DMLS_ISA_SSE2
         DMLS_ISA_SSSE3
+        DMLS_ISA_AVX2
     int dmls_isa_select(int max_level) noexcept nogil
 
 

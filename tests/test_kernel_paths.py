@@ -268,6 +268,20 @@ def test_block_transpose_gather_scatter(dtype, name, sizes, spec, gather_block, 
     assert bytes(out) == expect.tobytes()
 
 
+@pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
+def test_block_cases_at_every_instruction_set_level(level):
+    # The import picks the best kernels the CPU has; each lower level (and
+    # AVX2's micro-block pairs, where the CPU has AVX2) must copy the same.
+    chosen = _engine._select_isa(level)
+    try:
+        assert chosen <= level
+        for dtype in WIDTH_DTYPES:
+            for name, sizes, spec, _, _ in BLOCK_CASES:
+                _check_block_case_copies(dtype, name, sizes, spec, 0)
+    finally:
+        _engine._select_isa(3)
+
+
 def test_block_split_keeps_both_runs_long():
     sizes = (2, 3, 11, 19, 17, 40)
     strides = _elem_strides("float32", sizes, (4, 1, 5, 0, 3, 2))

@@ -136,7 +136,9 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                         }
             } else {
                 njf = nj - nj % N;
-                for (k = 0; k < nkf; k += N)
+                /* Two micro-blocks at a time where the instruction set has
+                   a variant for it, one at a time for the rows left. */
+                for (k = dmls_isa.block_pairs(W, sr, dr, nkf, njf); k < nkf; k += N)
                     for (j = 0; j < njf; j += N)
                         block_micro(W, sr, dr, k, j);
                 /* Ragged edges as one more micro-block row or column, moved

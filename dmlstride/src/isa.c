@@ -43,6 +43,10 @@ static int64_t stream_fill_none(int W, const char *s, char *d, int64_t n) {
     (void)W; (void)s; (void)d; (void)n;
     return 0;
 }
+static int64_t block_pairs_none(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj) {
+    (void)W; (void)sr; (void)dr; (void)nk; (void)nj;
+    return 0;
+}
 
 void dmls_isa_generic(dmls_isa_t *t) {
     t->level = DMLS_ISA_GENERIC;
@@ -59,16 +63,25 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->store_fence = fence_none;
     t->copy = copy_plain;
     t->stream_fill = stream_fill_none;
+    t->block_pairs = block_pairs_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
-                       stream_copy_plain, fence_none, copy_plain, stream_fill_none};
+                       stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("ssse3") ? 1 : 0;
+}
+#endif
+#if DMLSTRIDE_HAVE_AVX2
+/* The compiler's check includes the operating system's support for the
+   256-bit registers (XCR0), not only the CPUID bit. */
+static int cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 #endif
 
@@ -80,6 +93,9 @@ int dmls_isa_select(int max_level) {
 #endif
 #if DMLSTRIDE_HAVE_SSSE3
     if (max_level >= DMLS_ISA_SSSE3 && cpu_has_ssse3()) dmls_isa_ssse3(&t);
+#endif
+#if DMLSTRIDE_HAVE_AVX2
+    if (max_level >= DMLS_ISA_AVX2 && cpu_has_avx2()) dmls_isa_avx2(&t);
 #endif
     (void)max_level;
     dmls_isa = t;

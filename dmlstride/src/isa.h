@@ -1,11 +1,11 @@
 /* Instruction-set variants of the kernels and the run-time dispatcher.
 
    Each job with an SIMD variant has a generic version and one per
-   instruction set, in files named for it (*-sse2.c, *-ssse3.c; room for
-   *-avx2.c).  dmls_isa holds the variant in use; dmls_isa_select picks the
-   best one the CPU supports at or below a level.  SSE2 is the x86-64
-   baseline, so it is compiled in whenever the compiler targets it; SSSE3 is
-   compiled with a function attribute and used only if the CPU has it.
+   instruction set, in files named for it (*-sse2.c, *-ssse3.c, *-avx2.c).
+   dmls_isa holds the variant in use; dmls_isa_select picks the best one the
+   CPU supports at or below a level.  SSE2 is the x86-64 baseline, so it is
+   compiled in whenever the compiler targets it; SSSE3 and AVX2 are compiled
+   with function attributes and used only if the CPU has them.
    Defining DMLSTRIDE_NO_SIMD (or building without __SSE2__, e.g. on other
    architectures) compiles the generic versions only.
 
@@ -24,11 +24,13 @@
 #endif
 #if DMLSTRIDE_HAVE_SIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define DMLSTRIDE_HAVE_SSSE3 1
+#define DMLSTRIDE_HAVE_AVX2 1
 #else
 #define DMLSTRIDE_HAVE_SSSE3 0
+#define DMLSTRIDE_HAVE_AVX2 0
 #endif
 
-enum { DMLS_ISA_GENERIC = 0, DMLS_ISA_SSE2 = 1, DMLS_ISA_SSSE3 = 2 };
+enum { DMLS_ISA_GENERIC = 0, DMLS_ISA_SSE2 = 1, DMLS_ISA_SSSE3 = 2, DMLS_ISA_AVX2 = 3 };
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
@@ -64,6 +66,12 @@ typedef struct {
     /* n copies of the W-byte element at s, contiguous from d, with
        streaming stores; returns the elements written (from the start). */
     int64_t (*stream_fill)(int W, const char *s, char *d, int64_t n);
+    /* The blocked transpose's micro-blocks two at a time (block.c): N = 16 / W
+       rows of j by 2N values of k, through one pointer per row (sr[j] + k * W
+       is source row j at k, dr[k] + j * W destination row k at j), for every
+       j < nj (a multiple of N) and k below the value returned (a multiple of
+       2N, at most nk). */
+    int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
@@ -79,6 +87,9 @@ void dmls_isa_sse2(dmls_isa_t *t);
 #endif
 #if DMLSTRIDE_HAVE_SSSE3
 void dmls_isa_ssse3(dmls_isa_t *t);
+#endif
+#if DMLSTRIDE_HAVE_AVX2
+void dmls_isa_avx2(dmls_isa_t *t);
 #endif
 
 #endif

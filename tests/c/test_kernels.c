@@ -416,9 +416,9 @@ static void test_pool(void) {
 }
 
 int main(void) {
-    int levels[3] = {DMLS_ISA_GENERIC, DMLS_ISA_SSE2, DMLS_ISA_SSSE3}, i, seen = -1;
+    int levels[4] = {DMLS_ISA_GENERIC, DMLS_ISA_SSE2, DMLS_ISA_SSSE3, DMLS_ISA_AVX2}, i, seen = -1;
     CHECK(dmls_scratch() != NULL, "scratch arena");
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         level_in_use = dmls_isa_select(levels[i]);
         if (level_in_use == seen) continue;   /* the CPU (or the build) has no such level */
         seen = level_in_use;
