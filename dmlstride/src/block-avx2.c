@@ -9,9 +9,10 @@
    transposes both, and lane 0 of result i is destination row k + i, lane 1
    row k + N + i.  Half the shuffles per byte of the SSE2 kernel, and no
    register copies (three-operand forms).  Only for 1- and 2-byte elements,
-   whose micro-blocks are mostly shuffles (4 and 3 stages); for 4 and 8 bytes
-   (2 stages and 1) pairs measured no faster (within the noise), and the SSE2 kernel does them.  Reads sr[j] + k * W .. + 2N * W,
-   writes dr[k] + j * W .. + N * W, for the rows and columns given only. */
+   whose micro-blocks are mostly shuffles (4 and 3 stages); for 4 and 8
+   bytes (2 stages and 1) pairs measured no faster (within the noise), and
+   the SSE2 kernel does them.  Reads sr[j] + k * W .. + 2N * W, writes
+   dr[k] + j * W .. + N * W, for the rows and columns given only. */
 #include "isa.h"
 
 #if DMLSTRIDE_HAVE_AVX2

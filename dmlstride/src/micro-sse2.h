@@ -1,5 +1,6 @@
 /* SSE2 register-transpose micro-kernels, inlined into the files that tile
-   with them (transpose-sse2.c, block.c).
+   with them (transpose-sse2.c, block.c; block-avx2.c takes DMLS_STAGE for
+   its 256-bit pairs).
 
    A micro-block is N x N elements with N = 16 / W: N source rows (one per j,
    stride sj bytes) each holding N contiguous k values are transposed into N
