@@ -20,7 +20,8 @@
    element (j, k) moves from s + js[j] + k * W to d + kd[k] + j * W.
    The block is cut into tiles of L source lines of k (TK = 64 * L / W)
    by TJ = DMLS_BJ / L values of j, in k-major order, and the source
-   lines of the tile DMLS_BAHEAD ahead are prefetched.  A side whose rows
+   lines of the tile DMLS_BAHEAD ahead are prefetched (its destination
+   lines too, for one-line-tall tiles).  A side whose rows
    would compete for a few L1 sets (sstage, dstage) goes through a padded
    buffer, so each of its lines is read or written in one burst.  The register micro-kernels
    take one pointer per row; ragged edges are copied element by element.
@@ -29,10 +30,16 @@
 enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
 #if DMLSTRIDE_HAVE_SIMD
 #define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
+/* Lines about to be written: a read prefetch into L1 (PREFETCHW is not
+   in the x86-64 baseline); a line no other core holds arrives exclusive,
+   and the store needs no further request. */
+#define DMLS_PREFETCH_W(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #elif defined(__GNUC__) || defined(__clang__)
 #define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
+#define DMLS_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #else
 #define DMLS_PREFETCH(p) ((void)(p))
+#define DMLS_PREFETCH_W(p) ((void)(p))
 #endif
 #if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */
@@ -101,6 +108,22 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             for (j = 0; j < nj2; j++)
                 for (q = 0; q < nb2; q += 64)
                     DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
+            /* Its destination rows too (into L1), when each is a write
+               stream of its own (one-line-tall tiles; a padded buffer or
+               streaming stores take care of the others): with 16 or more
+               rows of under a few lines, far apart, the read for
+               ownership of each line then overlaps this tile's work
+               instead of stalling its stores.  A 5-D float32 permutation
+               of 11.5 MB (rows of 80 bytes) ran 1.4-1.5x faster. */
+            if (!dstage && !nt && L == 1) {
+                int64_t nk2 = nb2 / W, e = nj2 * W - 1;
+                for (k = 0; k < nk2; k++) {
+                    const char *r = d + kd[kb2 + k] + jb2 * W;
+                    for (q = 0; q < e; q += 64)
+                        DMLS_PREFETCH_W(r + q);
+                    DMLS_PREFETCH_W(r + e);
+                }
+            }
         }
         if (sstage) {
             for (j = 0; j < nj; j++)
