@@ -44,6 +44,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        line boundary. */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
     const int sstaged = sj % 4096 == 0 || sj % 64 != 0;
+    const int pfd = kn * dk > ((int64_t)1 << 20);
     const char *sbase;
     int64_t sstep;
     int64_t kf = kn - kn % N, jf = jn - jn % N, kb, jb, k, j, ke, je, i;
@@ -51,14 +52,16 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
         ke = kb + TK < kf ? kb + TK : kf;
         for (jb = 0; jb < jf; jb += TJ) {
             je = jb + TJ < jf ? jb + TJ : jf;
-            {
+            if (pfd) {
                 /* Ask for the destination lines of the next tile: its TK
                    rows are as many write streams, more than the hardware
                    prefetcher follows, and each line's read for ownership
                    then overlaps this tile's work (a 2400 x 2400 float32
                    transpose, 0.53 -> 0.64 of a copy of the same bytes; a
                    1800 x 2900 uint16 one, 0.35 -> 0.44).  The lines are
-                   ones the next tile writes. */
+                   ones the next tile writes.  Not for a destination span
+                   of 1 MiB or less: the L2 buffers of the chunked copies,
+                   and small copies, are in cache already. */
                 int64_t nk = jb + TJ < jf ? kb : ke, nj = jb + TJ < jf ? jb + TJ : 0;
                 int64_t nke = nk + TK < kf ? nk + TK : kf, nje = nj + TJ < jf ? nj + TJ : jf;
                 int64_t e = (nje - nj) * W - 1, q;
