@@ -98,16 +98,17 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             }
         }
 #endif
-        if (pf && t + DMLS_BAHEAD < ntj * ntk) {
+        if (t + DMLS_BAHEAD < ntj * ntk) {
             /* Source rows are short runs in many pages: ask for the lines
                of a tile ahead (into L2) so their misses overlap this
                tile's work. */
             int64_t kb2 = ((t + DMLS_BAHEAD) / ntj) * TK, jb2 = ((t + DMLS_BAHEAD) % ntj) * TJ;
             int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
             int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
-            for (j = 0; j < nj2; j++)
-                for (q = 0; q < nb2; q += 64)
-                    DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
+            if (pf)
+                for (j = 0; j < nj2; j++)
+                    for (q = 0; q < nb2; q += 64)
+                        DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
             /* Its destination rows too (into L1), when each is a write
                stream of its own (one-line-tall tiles; a padded buffer or
                streaming stores take care of the others): with 16 or more
@@ -202,7 +203,8 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
    destination lines with streaming stores; the caller guarantees
    !dstage, d + kd[k] line-aligned, and jn and the tile width
    DMLS_BJ / lines multiples of 64 / W.  pf: prefetch the source lines of
-   the tiles ahead (not for a source already in cache). */
+   the tiles ahead (not for a source already in cache; the destination's
+   are prefetched either way). */
 static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                             char *d, const int64_t *kd, int64_t kn,
                             int sstage, int dstage, int lines, int nt, int pf, char *scratch) {
