@@ -48,7 +48,8 @@ def _numpy_gather(buf, desc):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("k,j", [(297, 17), (129, 33), (300, 65), (64, 64), (17, 300), (16, 16), (31, 1030)])
+@pytest.mark.parametrize("k,j", [(297, 17), (129, 33), (300, 65), (64, 64), (17, 300), (16, 16), (31, 1030),
+                                 (301, 24), (90, 12), (77, 7), (45, 3), (300, 15), (15, 300), (7, 5), (23, 9)])
 def test_transpose_tile_edges(dtype, k, j, threads):
     # Source holds k contiguous (fast) per j; gather to (j-major) C order: a transposition.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
@@ -65,6 +66,28 @@ def test_transpose_tile_edges(dtype, k, j, threads):
     view = np.ndarray(desc.sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in desc.effective_strides])
     view[...] = values
     assert bytes(out) == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("channels", [9, 12, 20, 24, 31, 40])
+def test_ragged_channel_counts_both_ways(dtype, channels, threads):
+    # Channel counts that leave part of a 16-byte micro-block over (24
+    # one-byte channels: one block and 8 left), with batches and planes
+    # large enough for several tasks per thread, and pixel counts that
+    # leave rows over too (37 * 129 = 4773).
+    sizes = (5, channels, 37, 129)
+    dt = ds.numpy_dtype(dtype)
+    for layout in ("NHWC", "NCHW"):
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
+        other = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW" if layout == "NHWC" else "NHWC")
+        buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+        dst = _random_buffer(other.total_tensor_size_in_bytes, 300 + channels)
+        expect = dst.copy()
+        np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in other.effective_strides])[...] = \
+            _numpy_gather(buf, desc)
+        ds.copy_tensor(buf, desc, dst, other)
+        assert dst.tobytes() == expect.tobytes()
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)

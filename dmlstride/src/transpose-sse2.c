@@ -9,10 +9,21 @@
 void dmls_interleave_sse2(dmls_isa_t *t);
 void dmls_nibble_sse2(dmls_isa_t *t);
 
+/* One N x N micro-block (N = 16 / W). */
+static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64_t ds) {
+    switch (W) {
+    case 1: dmls_micro1(sp, ss, dp, ds); break;
+    case 2: dmls_micro2(sp, ss, dp, ds); break;
+    case 4: dmls_micro4(sp, ss, dp, ds); break;
+    default: dmls_micro8(sp, ss, dp, ds); break;
+    }
+}
+
 /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
    stride sj; destination j contiguous (stride W), rows k at stride dk.
-   Returns the number of k rows and j columns covered by whole
-   micro-blocks; the caller copies the remainder. */
+   Returns the number of k rows and j columns covered by micro-blocks
+   (all of them when both are at least 16 / W); the caller copies the
+   remainder. */
 static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                                 int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone,
                                 char *scratch) {
@@ -101,7 +112,25 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                         memcpy(d + (k + i) * dk + jb * W, stage + i * PITCH, (size_t)((je - jb) * W));
             }
         }
+        /* Ragged columns (24 one-byte channels leave 8 after one
+           micro-block): one more micro-block column per band, moved back
+           to end at jn.  It overlaps the last whole one, whose elements are
+           written twice with the same values (source and destination never
+           overlap).  Element by element they took a third of a 24-channel
+           uint8 NCHW to NHWC conversion's work and most of its time. */
+        if (jf < jn && jf > 0)
+            for (k = kb; k < ke; k += N)
+                simd_micro(W, s + (jn - N) * sj + k * W, sj, d + k * dk + (jn - N) * W, dk);
     }
+    /* Ragged rows likewise, as one more micro-block row ending at kn. */
+    if (kf < kn && kf > 0 && jf > 0) {
+        for (j = 0; j + N <= jn; j += N)
+            simd_micro(W, s + j * sj + (kn - N) * W, sj, d + (kn - N) * dk + j * W, dk);
+        if (jn % N != 0)
+            simd_micro(W, s + (jn - N) * sj + (kn - N) * W, sj, d + (kn - N) * dk + (jn - N) * W, dk);
+        kf = kn;
+    }
+    if (jf > 0) jf = jn;
     *kdone = kf;
     *jdone = jf;
 }
