@@ -275,8 +275,8 @@ static inline int64_t dmls_line_head(int W, const char *s, int64_t sj) {
    4096 float32 transpose ran at a third of the speed of a 4112 x 4112 one.
    Source rows a multiple of 4 KiB apart would share one L1 set while the
    pass walks down them, and rows off a line boundary straddle lines: both
-   are copied to a padded buffer first.  Covers
-   rows k < *kdone (a multiple of 16 / W) and all jn. */
+   are copied to a padded buffer first.  Covers rows k < *kdone (all of
+   them when kn >= 16 / W) and all jn. */
 static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
     enum { SP = 256 + 16, JB = 64 };
@@ -293,15 +293,26 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     char *dst = scratch + JB * SP;          /* TK * DP <= 20 KiB */
     const int dstaged = dk % 4096 == 0;
     const int64_t kf = kn - kn % N;
+    /* Rows past the last whole micro-block row (7 channels leave 3 of 4)
+       as one more band of N rows ending at kn: it overlaps the band
+       before, whose rows are written twice with the same values (source
+       and destination never overlap).  Element by element they took 3/7
+       of a 7-channel float32 NHWC to NCHW conversion's work. */
+    const int64_t kend = kf < kn && kf >= N ? kn : kf;
     const int64_t head = dmls_line_head(W, s, sj);
     int64_t j0, nj, jb, kb, ke, k;
     for (j0 = 0; j0 < jn; j0 += JB) {
         nj = jn - j0 < JB ? jn - j0 : JB;  /* a multiple of E, as jn and JB are */
-        for (kb = 0; kb < kf; kb = ke) {
+        for (kb = 0; kb < kend; kb = ke) {
             const char *sb = s + j0 * sj;
             int64_t ss = sj;
-            ke = kb == 0 && head > 0 ? head : kb + TK;
-            if (ke > kf) ke = kf;
+            if (kb >= kf) {
+                kb = kn - N;
+                ke = kn;
+            } else {
+                ke = kb == 0 && head > 0 ? head : kb + TK;
+                if (ke > kf) ke = kf;
+            }
             if (sstaged) {
                 sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, nj, (ke - kb) * W) - kb * W;
                 ss = SP;
@@ -326,7 +337,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
             }
         }
     }
-    *kdone = kf;
+    *kdone = kend;
 }
 
 /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
