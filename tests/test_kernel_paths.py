@@ -69,6 +69,29 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64])
+def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
+    # Rows of up to 64 contiguous bytes, copied whole at many offsets: every
+    # row length the short-row copy distinguishes, gathered and scattered
+    # (between guard bytes), against numpy.
+    dt = np.dtype(ds.numpy_dtype(dtype))
+    sizes = (37, 29, last)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    swapped = ds.BufferTensorDesc(dtype, [29, 37, last], strides=[last, 29 * last, 1])
+    buf = _random_buffer(packed.total_tensor_size_in_bytes, last)
+    assert ds.gather(buf, swapped).tobytes() == _numpy_gather(buf, swapped).tobytes()
+    plan = _engine.Plan(swapped.sizes, swapped.effective_strides, [37 * last, last, 1], swapped.element_bits)
+    assert plan.describe()["mode"] == "memcpy"
+    values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
+    out = _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last)
+    expect = out.copy()
+    np.ndarray(swapped.sizes, dt, buffer=expect, offset=32,
+               strides=[s * dt.itemsize for s in swapped.effective_strides])[...] = values
+    ds.scatter(values, swapped, out, offset=32, check_alignment=False)
+    assert out.tobytes() == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [9, 12, 20, 24, 31, 40])
 def test_ragged_channel_counts_both_ways(dtype, channels, threads):
     # Channel counts that leave part of a 16-byte micro-block over (24
