@@ -145,6 +145,24 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         }
         return;
     }
+    if (p->mode == DMLS_MODE_STRIDED && p->segments == 1 && p->inner_size <= 16) {
+        /* Short strided rows likewise: the width chosen once, not per row. */
+        const int64_t n = p->inner_size, iss = p->inner_src_stride, ids = p->inner_dst_stride;
+#define DMLS_SHORT_ROWS(W_) do {                                                  \
+            for (t = t0; t < t1; t++) {                                           \
+                dmls_strided_##W_(s + so, d + do_, n, iss, ids);                  \
+                next_outer(p, idx, &so, &do_);                                    \
+            }                                                                     \
+        } while (0)
+        switch (p->width) {
+        case 1: DMLS_SHORT_ROWS(1); break;
+        case 2: DMLS_SHORT_ROWS(2); break;
+        case 4: DMLS_SHORT_ROWS(4); break;
+        default: DMLS_SHORT_ROWS(8); break;
+        }
+#undef DMLS_SHORT_ROWS
+        return;
+    }
     seg = t0 % p->segments;
     shift = segment_shift(p, d, do_);
     for (t = t0; t < t1; t++) {
