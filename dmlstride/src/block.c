@@ -21,10 +21,11 @@
    The block is cut into tiles of L source lines of k (TK = 64 * L / W)
    by TJ = DMLS_BJ / L values of j, in k-major order, and the source
    lines of the tile DMLS_BAHEAD ahead are prefetched (its destination
-   lines too, for one-line-tall tiles).  A side whose rows
+   lines too, for one-line-tall tiles of rows up to 256 bytes).  A side whose rows
    would compete for a few L1 sets (sstage, dstage) goes through a padded
    buffer, so each of its lines is read or written in one burst.  The register micro-kernels
-   take one pointer per row; ragged edges are copied element by element.
+   take one pointer per row; ragged edges are overlapping micro-blocks (element
+   by element without SIMD).
    Reads stay within {s + js[j] + k * W}, writes within
    {d + kd[k] + j * W}, for j < jn and k < kn. */
 enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };

@@ -99,13 +99,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                 for (j = jb; j < je; j += N) {
                     const char *sp = sbase + j * sstep + k * W;
                     char *dp = staged ? stage + (j - jb) * W : d + k * dk + j * W;
-                    int64_t dstep = staged ? PITCH : dk;
-                    switch (W) {
-                    case 1: dmls_micro1(sp, sstep, dp, dstep); break;
-                    case 2: dmls_micro2(sp, sstep, dp, dstep); break;
-                    case 4: dmls_micro4(sp, sstep, dp, dk); break;
-                    default: dmls_micro8(sp, sstep, dp, dk); break;
-                    }
+                    simd_micro(W, sp, sstep, dp, staged ? PITCH : dk);
                 }
                 if (staged)
                     for (i = 0; i < N; i++)
@@ -245,14 +239,7 @@ static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_
     int64_t k, j;
     for (k = k0; k < k1; k += 16 / W)
         for (j = 0; j < nj; j += 16 / W) {
-            const char *sp = sb + j * ss + k * W;
-            char *dp = buf + (k - k0) * pitch + j * W;
-            switch (W) {
-            case 1: dmls_micro1(sp, ss, dp, pitch); break;
-            case 2: dmls_micro2(sp, ss, dp, pitch); break;
-            case 4: dmls_micro4(sp, ss, dp, pitch); break;
-            default: dmls_micro8(sp, ss, dp, pitch); break;
-            }
+            simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
         }
 }
 
