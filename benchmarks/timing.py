@@ -7,7 +7,10 @@ first or after the same neighbour; results are medians over the repeats with
 the interquartile range as the spread.  Back-to-back calls let each
 contestant find its own buffers where its previous call left them (in cache
 when they fit), as a loop over batches does; every contestant is timed the
-same way.
+same way.  Before each sample the caller sleeps for a millisecond, so that
+no contestant's helper threads (dmlstride's workers watch for the next job
+for up to 50 microseconds after each one) are still running when the next
+contestant starts.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ import math
 import statistics
 import time
 from typing import Any, Callable
+
+
+SETTLE_S = 0.001
+"""Pause before each sample: longer than any contestant's threads stay awake after a call."""
 
 
 def sample(fn: Callable[[], Any], number: int) -> float:
@@ -46,6 +53,7 @@ def interleaved(fns: dict[Any, Callable[[], Any]], number: dict[Any, int], repea
             for key in keys[s:] + keys[:s]:
                 if before is not None:
                     before(key)
+                time.sleep(SETTLE_S)
                 samples[key].append(sample(fns[key], number[key]))
     finally:
         gc.enable()

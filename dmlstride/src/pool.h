@@ -5,7 +5,10 @@
    so a worker the OS has not scheduled (a busy machine) never delays a copy.
    A call wakes only the helpers it wants (nthreads - 1), one signal each;
    lowering the thread count (dmls_pool_set_threads) lets the surplus workers
-   exit.  One job at a time: a concurrent caller runs its chunks on its own
+   exit.  A thread watches for the other side for up to 50 microseconds
+   before it sleeps (a worker for the next job, the caller for the workers
+   on its job), so copies called back to back do not pay for waking a
+   thread.  One job at a time: a concurrent caller runs its chunks on its own
    thread.  Without pthreads (or with DMLSTRIDE_NO_THREADS) every chunk runs
    on the calling thread. */
 #ifndef DMLS_POOL_H
