@@ -69,6 +69,20 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("row_bytes", [512, 1024, 2048, 3072, 5120])
+@pytest.mark.parametrize("j", [19, 64, 130])
+def test_transpose_source_rows_a_multiple_of_1kib_apart(dtype, row_bytes, j, threads):
+    # Source rows whose distance puts many of a tile's rows in one L1 set are
+    # copied to a padded buffer before the transpose: the result must be the
+    # same as numpy's, ragged edges included.
+    w = np.dtype(ds.numpy_dtype(dtype)).itemsize
+    k = row_bytes // w
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, row_bytes + j)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64])
 def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
     # Rows of up to 64 contiguous bytes, copied whole at many offsets: every
