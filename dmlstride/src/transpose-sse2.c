@@ -246,6 +246,21 @@ static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_
         }
 }
 
+/* The same band, a group of 16 / W source rows at a time: each group is
+   read along the whole band before the next, so a few rows are read as
+   runs of lines at a time instead of every row of the band a micro-block
+   at a time.  For bands of many rows read straight from memory: with 40
+   or 48 float32 channels (an NCHW to NHWC gather of 64 MB), the k-major
+   order read 40-48 rows side by side, more streams than the hardware
+   prefetcher follows, and ran at 0.65-0.7x of this. */
+static inline void dmls_rows_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
+                                       int64_t nj, char *buf, int64_t pitch) {
+    int64_t k, j;
+    for (j = 0; j < nj; j += 16 / W)
+        for (k = k0; k < k1; k += 16 / W)
+            simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
+}
+
 /* Source rows on the same line offset but off a line boundary (the
    source 16 bytes past one, say): how many k (a multiple of 16 / W) come
    before the first boundary, for a first band that ends there, so that
@@ -358,7 +373,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
+        dmls_rows_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
         dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
     }
     *kdone = kf;
