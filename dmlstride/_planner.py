@@ -412,6 +412,13 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     return plan
 
 
+#: Destination rows back to back, of up to 512 bytes that are not a whole number
+#: of 16-byte micro-blocks (9-15 one-byte channels, say, in an NCHW to NHWC
+#: gather), go through a padded tile when at least this many rows are copied in
+#: one go (plan.h); fewer (small planes) take the ordinary paths.
+RAGGED_MIN_ROWS = 256
+
+
 def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h).
 
@@ -427,9 +434,12 @@ def tile_through_l2(plan: KernelPlan) -> bool:
         return False
     k, kss, kds = plan.tile
     w = plan.width
-    # (Short rows back to back, in whole micro-blocks, go out as one run.)
+    # (Short rows back to back go out as one run: in whole micro-blocks up to
+    # 1 KiB; through a tile of whole micro-blocks up to 512 bytes otherwise,
+    # when there are RAGGED_MIN_ROWS of them or more.)
     n = plan.inner[0]
-    contiguous = kds == n * w and kds <= 1024 and n % (16 // w) == 0
+    whole = n % (16 // w) == 0
+    contiguous = kds == n * w and (kds <= 1024 if whole else kds <= 512 and k >= RAGGED_MIN_ROWS)
     return k > SMALL_TILE and kss == w and plan.inner[2] == w and kds % 64 != 0 and not contiguous
 
 

@@ -128,6 +128,28 @@ def test_ragged_channel_counts_both_ways(dtype, channels, threads):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("channels", [100, 129, 250, 257, 520])
+def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
+    # Pixels of up to 512 bytes whose channel count is not a whole number of
+    # 16-byte micro-blocks go through a padded tile; wider ones do not.
+    # Gathered and copied into an exactly sized buffer, against numpy.
+    sizes = (2, channels, 9, 23)
+    dt = ds.numpy_dtype(dtype)
+    planar = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW")
+    last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    buf = _random_buffer(planar.total_tensor_size_in_bytes, channels)
+    gathered = ds.gather(buf, ds.BufferTensorDesc(dtype, (2, 9, 23, channels),
+                                                  strides=[channels * 207, 23, 1, 207]))
+    assert gathered.tobytes() == np.ascontiguousarray(_numpy_gather(buf, planar).transpose(0, 2, 3, 1)).tobytes()
+    dst = _random_buffer(last.total_tensor_size_in_bytes, 7)
+    expect = dst.copy()
+    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in last.effective_strides])[...] = \
+        _numpy_gather(buf, planar)
+    ds.copy_tensor(buf, planar, dst, last)
+    assert dst.tobytes() == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     sizes = (3, channels, 37, 129)
@@ -474,7 +496,8 @@ def test_streaming_transpose_edges(dtype, to_channels_last, c, hw, dst_offset, s
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short
-    # rows back to back and small channel counts do not.
+    # rows back to back (256 or more of them when not a whole number of
+    # micro-blocks) and small channel counts do not.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -483,7 +506,10 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
 
     assert l2("float32", 64, 1000, False) == "both"      # rows of 4000 bytes
     assert l2("int16", 17, 129, False) == "both"
-    assert l2("float64", 300, 41, False) == "both"       # rows of 328 bytes
+    assert l2("float64", 200, 41, False) == "both"       # rows of 328 bytes
+    assert l2("float64", 300, 41, False) == "none"       # 300 of them back to back: a padded tile
+    assert l2("uint8", 12, 1000, True) == "none"         # pixels of 12 channels back to back
+    assert l2("float32", 129, 1000, True) == "both"      # pixels of 516 bytes
     assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
     assert l2("float32", 64, 1024, False) == "none"      # rows of whole lines
     assert l2("float32", 7, 1000, False) == "none"       # few channels
@@ -491,12 +517,13 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("shape", [(300, 1001), (1001, 300), (2003, 45)], ids=str)
+@pytest.mark.parametrize("shape", [(300, 1001), (1001, 519), (2003, 519)], ids=str)
 @pytest.mark.parametrize("dst_offset", [0, 16, 4])
 def test_streaming_transpose_through_l2_in_chunks(dtype, shape, dst_offset, streaming, threads):
     # Column-major to row-major with rows off lines; 1001 or 2003 source
     # values per row do not fit the L2 buffers whole for 64-value segments of
-    # rows: chunks of k, the last one short.
+    # rows: chunks of k, the last one short.  (Rows of 519 values are longer
+    # than the padded tile of short rows back to back takes.)
     itemsize = np.dtype(dtype).itemsize
     if dst_offset % itemsize:
         dst_offset -= dst_offset % itemsize
@@ -510,6 +537,35 @@ def test_streaming_transpose_through_l2_in_chunks(dtype, shape, dst_offset, stre
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
     ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
     assert bytes(dst) == expect
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("shape", [(1001, 63), (2003, 45), (4001, 9), (300, 11), (257, 17)], ids=str)
+@pytest.mark.parametrize("dst_offset", [0, 16, 4])
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_short_ragged_rows_back_to_back_through_a_padded_tile(dtype, shape, dst_offset, stream, threads):
+    # Column-major to row-major with destination rows of up to 512 bytes that
+    # are not a whole number of 16-byte micro-blocks (fewer than one
+    # included), 256 rows or more: transposed through a padded tile and
+    # written as one run, with ordinary or streaming stores, the rows left
+    # after the last micro-block element by element.  Guard bytes around the
+    # destination, against numpy.
+    itemsize = np.dtype(dtype).itemsize
+    dst_offset -= dst_offset % itemsize
+    src_desc = ds.BufferTensorDesc(dtype, list(shape), strides=[1, shape[0]])
+    dst_desc = ds.BufferTensorDesc(dtype, list(shape))
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        plan = _engine.Plan(list(shape), src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()
+        assert plan["mode"] == "tile" and plan["l2"] == "none" and plan["stream"] == stream
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, shape[1])
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 5).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect
+    finally:
+        _engine._set_stream_min_total(old)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)

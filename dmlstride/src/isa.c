@@ -20,6 +20,11 @@ static void nt_contig_none(int W, const char *s, int64_t sj, char *d,
     (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)scratch;
     *kdone = 0;
 }
+static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
+                               int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)stream; (void)scratch;
+    *kdone = 0;
+}
 static int64_t deint3_none(const char *s, char *d0, char *d1, char *d2, int64_t n) {
     (void)s; (void)d0; (void)d1; (void)d2; (void)n;
     return 0;
@@ -53,6 +58,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->transpose = transpose_none;
     t->nt_transpose = nt_transpose_none;
     t->nt_contig = nt_contig_none;
+    t->contig_ragged = contig_ragged_none;
     t->deint3_u8 = deint3_none;
     t->deint3_32 = deint3_none;
     t->int3_32 = int3_none;
@@ -66,7 +72,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->block_pairs = block_pairs_none;
 }
 
-dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none,
+dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none};
 

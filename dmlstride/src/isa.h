@@ -49,6 +49,11 @@ typedef struct {
        33 KiB. */
     void (*nt_contig)(int W, const char *s, int64_t sj, char *d,
                       int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
+    /* Destination rows back to back (dk = jn * W) with jn not a multiple
+       of 16 / W (fewer included) and jn * W <= 512, written with streaming
+       stores when stream is set; rows k < *kdone.  scratch: 23 KiB. */
+    void (*contig_ragged)(int W, const char *s, int64_t sj, char *d,
+                          int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch);
     /* Three interleaved channels <-> three planes; return the pixels done. */
     int64_t (*deint3_u8)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*deint3_32)(const char *s, char *d0, char *d1, char *d2, int64_t n);

@@ -77,6 +77,10 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them). */
 #define DMLS_SMALL_TILE 8
+/* Destination rows back to back of up to 512 bytes, not a whole number of
+   micro-blocks: through a padded tile (dmls_isa.contig_ragged) when at least
+   this many rows are copied in one go (the planner's RAGGED_MIN_ROWS). */
+#define DMLS_RAGGED_MIN_ROWS 256
 /* Staged 4-bit copies: elements per staging block (one scratch region). */
 #define DMLS_STAGE_ELEMS 65536
 

@@ -61,6 +61,10 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             /* Whole destination rows back to back: one contiguous stream. */
             dmls_isa.nt_contig(w, sj, iss, dj, kn, jn, &kdone, scratch);
             jb = jn;
+        } else if (kds == jn * w && jn % (16 / w) != 0 && jn * w <= 512 && kn >= DMLS_RAGGED_MIN_ROWS) {
+            /* The same with a ragged row: through a tile of whole micro-blocks. */
+            dmls_isa.contig_ragged(w, sj, iss, dj, kn, jn, p->stream, &kdone, scratch);
+            jb = jn;
         } else if (p->stream && kds % 64 == 0) {
             /* Line-aligned strips; the columns before the first line
                boundary and after the last one are left to the scalar tile. */
