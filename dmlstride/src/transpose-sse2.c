@@ -9,6 +9,14 @@
 void dmls_interleave_sse2(dmls_isa_t *t);
 void dmls_nibble_sse2(dmls_isa_t *t);
 
+/* Source rows at most this many bytes apart (pixels of up to 32 float32
+   channels in an NHWC to NCHW copy) are never staged: a tile's rows then lie
+   in a few KiB of memory, clear of each other in L1, and staging them cost
+   a call to memcpy per row of 8 to 128 bytes (without it: 10 float32
+   channels 1.2-1.4x faster, 12 int16 ones 1.5-2.2x, 24 uint8 ones 1.8x;
+   rows of 160 bytes and more gained nothing or lost). */
+#define DMLS_SHORT_ROWS 128
+
 /* One N x N micro-block (N = 16 / W). */
 static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64_t ds) {
     switch (W) {
@@ -55,9 +63,10 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        line boundary.  Rows a multiple of 1 KiB apart put 16 or more of the
        tile's 64 rows in each set, past its 8 ways: staged, a 1536 x 1024
        int16 transpose ran 1.8x faster and a 512 x 512 float32 one 1.5x.
-       Rows 512 bytes apart (8 to a set) fit, and ran 0.85-0.9x staged. */
+       Rows 512 bytes apart (8 to a set) fit, and ran 0.85-0.9x staged.
+       Short rows (DMLS_SHORT_ROWS) never are. */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
-    const int sstaged = sj % 1024 == 0 || sj % 64 != 0;
+    const int sstaged = (sj % 1024 == 0 || sj % 64 != 0) && sj > DMLS_SHORT_ROWS;
     const int pfd = kn * dk > ((int64_t)1 << 20);
     const char *sbase;
     int64_t sstep;
@@ -280,14 +289,15 @@ static inline int64_t dmls_line_head(int W, const char *s, int64_t sj) {
    4096 float32 transpose ran at a third of the speed of a 4112 x 4112 one.
    Source rows a multiple of 4 KiB apart would share one L1 set while the
    pass walks down them, and rows off a line boundary straddle lines: both
-   are copied to a padded buffer first.  Covers rows k < *kdone (all of
+   are copied to a padded buffer first (not short rows: DMLS_SHORT_ROWS).
+   Covers rows k < *kdone (all of
    them when kn >= 16 / W) and all jn. */
 static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
     enum { SP = 256 + 16, JB = 64 };
     char *sst = scratch;                    /* JB * SP bytes */
     const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
-    const int sstaged = sj % 4096 == 0 || sj % 64 != 0;
+    const int sstaged = (sj % 4096 == 0 || sj % 64 != 0) && sj > DMLS_SHORT_ROWS;
     /* Destination rows a multiple of 4 KiB apart: the four rows of a line
        strip written in turn ran at 0.65x the speed of rows 4112 floats
        apart.  Transposing a pass into an L1 buffer and streaming each row's
