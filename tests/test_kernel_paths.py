@@ -149,6 +149,30 @@ def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
     assert dst.tobytes() == expect.tobytes()
 
 
+@pytest.mark.parametrize("channels", [9, 10, 12, 13, 15])
+@pytest.mark.parametrize("pitch_extra", [0, 3, "16"])
+@pytest.mark.parametrize("hw", [(1, 1), (3, 11), (17, 19), (40, 70)], ids=str)
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_nine_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, stream, threads):
+    # Pixels of 9-15 one-byte channels (fewer than a 16-byte micro-block),
+    # packed or pitch bytes apart, gathered into planes: 16 bytes are read
+    # per pixel only where they end within the buffer's last pixel; the
+    # buffer ends right after it.  Against numpy.
+    pitch = 16 if pitch_extra == "16" else channels + pitch_extra
+    n, (h, w) = 3, hw
+    desc = ds.BufferTensorDesc("uint8", [n, channels, h, w], [h * w * pitch, 1, w * pitch, pitch])
+    size = (n * h * w - 1) * pitch + channels
+    raw = _random_buffer(desc.total_tensor_size_in_bytes, size + pitch)
+    assert desc.total_tensor_size_in_bytes - size < 4
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        got = ds.gather(raw, desc)
+    finally:
+        _engine._set_stream_min_total(old)
+    view = np.lib.stride_tricks.as_strided(raw, (n, channels, h, w), (h * w * pitch, 1, w * pitch, pitch))
+    assert got.tobytes() == np.ascontiguousarray(view).tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):

@@ -25,6 +25,11 @@ static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
     (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)stream; (void)scratch;
     *kdone = 0;
 }
+static void rows_short_none(const char *s, int64_t sj, char *d, int64_t dk,
+                            int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
+    (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)stream; (void)scratch;
+    *jdone = 0;
+}
 static int64_t deint3_none(const char *s, char *d0, char *d1, char *d2, int64_t n) {
     (void)s; (void)d0; (void)d1; (void)d2; (void)n;
     return 0;
@@ -59,6 +64,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->nt_transpose = nt_transpose_none;
     t->nt_contig = nt_contig_none;
     t->contig_ragged = contig_ragged_none;
+    t->rows_short_u8 = rows_short_none;
     t->deint3_u8 = deint3_none;
     t->deint3_32 = deint3_none;
     t->int3_32 = int3_none;
@@ -73,6 +79,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
+                       rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none};
 

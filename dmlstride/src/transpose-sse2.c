@@ -443,6 +443,39 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
     *kdone = kf;
 }
 
+/* Source rows of kn < 16 one-byte values (pixels of 9-15 one-byte channels
+   in an NHWC to NCHW copy), sj >= kn bytes apart: each group of 16 rows is
+   read 16 bytes per row (the bytes past a row's kn are its neighbour's,
+   and are dropped) and transposed into a tile of 16 rows of TJ bytes, whose
+   first kn rows then go out, TJ bytes to each destination row.  Only rows
+   whose 16 bytes lie within the last row's end are read so; the caller
+   copies the rest (j >= *jdone).  Element by element, 12 channels ran at
+   0.7x numpy's speed. */
+static void dmls_rows_short_u8(const char *s, int64_t sj, char *d, int64_t dk,
+                               int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
+    enum { TJ = 1024 };
+    char *tile = scratch;                   /* 16 * TJ bytes */
+    /* Row j's 16-byte read ends within the last row's values when
+       j * sj + 16 <= (jn - 1) * sj + kn. */
+    const int64_t last = jn - 1 - (16 - kn + sj - 1) / sj;
+    const int64_t jf = last >= 15 ? (last + 1) / 16 * 16 : 0;
+    int64_t j0, nj, j, k;
+    *jdone = 0;
+    if (kn < 1 || kn >= 16 || sj < kn) return;
+    for (j0 = 0; j0 < jf; j0 += TJ) {
+        nj = jf - j0 < TJ ? jf - j0 : TJ;
+        for (j = 0; j < nj; j += 16)
+            dmls_micro1(s + (j0 + j) * sj, sj, tile + j, TJ);
+        for (k = 0; k < kn; k++) {
+            if (stream)
+                dmls_stream_copy(d + k * dk + j0, tile + k * TJ, nj);
+            else
+                memcpy(d + k * dk + j0, tile + k * TJ, (size_t)nj);
+        }
+    }
+    *jdone = jf;
+}
+
 static void sfence(void) { _mm_sfence(); }
 
 void dmls_isa_sse2(dmls_isa_t *t) {
@@ -451,6 +484,7 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->nt_transpose = dmls_nt_transpose;
     t->nt_contig = dmls_nt_contig;
     t->contig_ragged = dmls_contig_ragged;
+    t->rows_short_u8 = dmls_rows_short_u8;
     t->stream_copy = dmls_stream_copy;
     t->store_fence = sfence;
     t->copy = dmls_copy;
