@@ -409,7 +409,37 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan.stream = mode in ("memcpy", "fill", "tile") and plan.dst_bytes >= stream_min_total
     plan.l2 = 2 if tile_through_l2(plan) else 0
     split_segments(plan)
+    if split_tile_rows(plan):
+        plan.l2 = 2 if tile_through_l2(plan) else 0
+        split_segments(plan)
     return plan
+
+
+#: A transpose cut into fewer tasks than this (an NCHW to NHWC copy of a single
+#: image, whose channels are one short row; a matrix a few dozen columns wide)
+#: has its rows of k cut into an outer dimension, so that threads can share it;
+#: each piece keeps at least MIN_TILE_ROWS rows.
+MIN_TILE_TASKS = 16
+MIN_TILE_ROWS = 256
+
+
+def split_tile_rows(plan: KernelPlan) -> bool:
+    """Cut a transpose's k rows into a outer pieces of b (k = a * b), when it has too few tasks.
+
+    The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
+    MIN_TILE_ROWS rows; none when k has no such divisor (a prime k stays whole).
+    """
+    if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
+        return False
+    k, kss, kds = plan.tile
+    need = -(-MIN_TILE_TASKS // max(plan.tasks, 1))
+    for a in range(need, k // MIN_TILE_ROWS + 1):
+        if k % a == 0:
+            b = k // a
+            plan.outer.append((a, b * kss, b * kds))
+            plan.tile = (b, kss, kds)
+            return True
+    return False
 
 
 #: Destination rows back to back, of up to 512 bytes that are not a whole number

@@ -174,6 +174,27 @@ def test_nine_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, 
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("sizes,tasks", [((1, 24, 128, 130), 16), ((1, 12, 257, 257), 257),
+                                         ((1, 40, 1, 16411), 1), ((1, 9, 66, 500), 20)], ids=str)
+def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, threads):
+    # A single image's channels are one short row, so its pixels (k) are cut
+    # into pieces of at least 256 that threads can share: the smallest piece
+    # count of 16 or more that divides them (none for a prime count).
+    planar = ds.BufferTensorDesc(dtype, sizes)
+    last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["tasks"] == tasks
+    buf = _random_buffer(planar.total_tensor_size_in_bytes, sizes[1])
+    dst = _random_buffer(last.total_tensor_size_in_bytes, 3)
+    expect = dst.copy()
+    dt = ds.numpy_dtype(dtype)
+    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in last.effective_strides])[...] = \
+        _numpy_gather(buf, planar)
+    ds.copy_tensor(buf, planar, dst, last)
+    assert dst.tobytes() == expect.tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     sizes = (3, channels, 37, 129)

@@ -15,7 +15,7 @@ void dmls_nibble_sse2(dmls_isa_t *t);
    a call to memcpy per row of 8 to 128 bytes (without it: 10 float32
    channels 1.2-1.4x faster, 12 int16 ones 1.5-2.2x, 24 uint8 ones 1.8x;
    rows of 160 bytes and more gained nothing or lost). */
-#define DMLS_SHORT_ROWS 128
+#define DMLS_UNSTAGED_ROW_BYTES 128
 
 /* One N x N micro-block (N = 16 / W). */
 static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64_t ds) {
@@ -64,9 +64,9 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        tile's 64 rows in each set, past its 8 ways: staged, a 1536 x 1024
        int16 transpose ran 1.8x faster and a 512 x 512 float32 one 1.5x.
        Rows 512 bytes apart (8 to a set) fit, and ran 0.85-0.9x staged.
-       Short rows (DMLS_SHORT_ROWS) never are. */
+       Short rows (DMLS_UNSTAGED_ROW_BYTES) never are. */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
-    const int sstaged = (sj % 1024 == 0 || sj % 64 != 0) && sj > DMLS_SHORT_ROWS;
+    const int sstaged = (sj % 1024 == 0 || sj % 64 != 0) && sj > DMLS_UNSTAGED_ROW_BYTES;
     const int pfd = kn * dk > ((int64_t)1 << 20);
     const char *sbase;
     int64_t sstep;
@@ -289,7 +289,7 @@ static inline int64_t dmls_line_head(int W, const char *s, int64_t sj) {
    4096 float32 transpose ran at a third of the speed of a 4112 x 4112 one.
    Source rows a multiple of 4 KiB apart would share one L1 set while the
    pass walks down them, and rows off a line boundary straddle lines: both
-   are copied to a padded buffer first (not short rows: DMLS_SHORT_ROWS).
+   are copied to a padded buffer first (not short rows: DMLS_UNSTAGED_ROW_BYTES).
    Covers rows k < *kdone (all of
    them when kn >= 16 / W) and all jn. */
 static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
@@ -297,7 +297,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     enum { SP = 256 + 16, JB = 64 };
     char *sst = scratch;                    /* JB * SP bytes */
     const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
-    const int sstaged = (sj % 4096 == 0 || sj % 64 != 0) && sj > DMLS_SHORT_ROWS;
+    const int sstaged = (sj % 4096 == 0 || sj % 64 != 0) && sj > DMLS_UNSTAGED_ROW_BYTES;
     /* Destination rows a multiple of 4 KiB apart: the four rows of a line
        strip written in turn ran at 0.65x the speed of rows 4112 floats
        apart.  Transposing a pass into an L1 buffer and streaming each row's
