@@ -199,6 +199,12 @@ def build_rows(quick: bool = False) -> list[Row]:
                          pick((13, 7, 11, 19, 17, 40), (3, 5, 7, 9, 11, 6)), (4, 1, 5, 0, 3, 2), **odd)
     rows += _transposing("colmajor-rowmajor-f32-3001x5003", "rowmajor-colmajor-f32-3001x5003", "float32",
                          pick((3001, 5003), (601, 1003)), "WH", **odd)
+    # Channel counts that are no whole number of 16-byte register blocks: 12 one-byte
+    # channels (fewer than one), and a matrix 45 columns wide.
+    rows += _transposing("nhwc-nchw-u8-c12-301x499", "nchw-nhwc-u8-c12-301x499", "uint8",
+                         pick((32, 12, 301, 499), (2, 12, 61, 99)), "NHWC", **odd)
+    rows += _transposing("colmajor-rowmajor-f32-350001x45", "rowmajor-colmajor-f32-350001x45", "float32",
+                         pick((350001, 45), (20001, 45)), "WH", **odd)
 
     # Inner-contiguous: padded rows, a batch slice, packed.
     pitch_sizes = pick((1, 1, 4096, 4000), (1, 1, 1024, 1000))
