@@ -427,7 +427,9 @@ def split_tile_rows(plan: KernelPlan) -> bool:
     """Cut a transpose's k rows into a outer pieces of b (k = a * b), when it has too few tasks.
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
-    MIN_TILE_ROWS rows; none when k has no such divisor (a prime k stays whole).
+    MIN_TILE_ROWS rows; when k has no such divisor (a prime k stays whole), the rows of j
+    are cut into shorter segments instead, down to 64 values.  Returns whether k was cut
+    (the caller then plans the segments again).
     """
     if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
         return False
@@ -439,6 +441,17 @@ def split_tile_rows(plan: KernelPlan) -> bool:
             plan.outer.append((a, b * kss, b * kds))
             plan.tile = (b, kss, kds)
             return True
+    whole_short_rows = plan.segments == 1 and kds == plan.inner[0] * plan.width and kds <= 1024
+    if not plan.l2 and plan.segment_len > 64 and not whole_short_rows:
+        # No such divisor (a 371 x 371 transpose): shorter segments of the rows
+        # instead, whole multiples of 64 values, so that two threads get even
+        # shares (not rows kept whole for the kernels of short rows back to back).
+        want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))
+        seg = max(64, -(-(-(-plan.inner[0] // want)) // 64) * 64)
+        if seg < plan.segment_len:
+            plan.segment_len = seg
+            plan.segments = -(-plan.inner[0] // seg)
+            plan.tasks = plan.outer_count * plan.segments
     return False
 
 

@@ -149,6 +149,17 @@ def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
     assert dst.tobytes() == expect.tobytes()
 
 
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, threads):
+    # 371 = 7 * 53 rows have no piece count of 16 or more with pieces of 256:
+    # the 371 columns are cut into segments of 64 instead, 6 tasks.
+    desc = ds.BufferTensorDesc(dtype, [371, 371], strides=[1, 371])
+    plan = _engine.Plan([371, 371], desc.effective_strides, [371, 1], desc.element_bits)
+    assert plan.describe()["tasks"] == 6 and plan.describe()["segment"] == 64
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, 371)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
 @pytest.mark.parametrize("channels", [9, 10, 12, 13, 15])
 @pytest.mark.parametrize("pitch_extra", [0, 3, "16"])
 @pytest.mark.parametrize("hw", [(1, 1), (3, 11), (17, 19), (40, 70)], ids=str)
@@ -175,11 +186,13 @@ def test_nine_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes,tasks", [((1, 24, 128, 130), 16), ((1, 12, 257, 257), 257),
-                                         ((1, 40, 1, 16411), 1), ((1, 9, 66, 500), 20)], ids=str)
+                                         ((1, 40, 1, 16411), 1), ((1, 9, 66, 500), 20),
+                                         ((1, 200, 1, 16411), 4)], ids=str)
 def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, threads):
     # A single image's channels are one short row, so its pixels (k) are cut
     # into pieces of at least 256 that threads can share: the smallest piece
-    # count of 16 or more that divides them (none for a prime count).
+    # count of 16 or more that divides them; for a prime count the channels
+    # are cut into segments of 64 instead, when there are more than 64.
     planar = ds.BufferTensorDesc(dtype, sizes)
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
