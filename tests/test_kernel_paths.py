@@ -47,6 +47,18 @@ def _numpy_gather(buf, desc):
     return np.ndarray(desc.sizes, dt, buffer=buf, strides=strides).copy()
 
 
+def _check_copy_tensor(buf, src_desc, dst_desc, seed):
+    # copy_tensor into a random destination buffer of exactly its size,
+    # against numpy's assignment through a strided view of a copy of it.
+    dst = _random_buffer(dst_desc.total_tensor_size_in_bytes, seed)
+    expect = dst.copy()
+    dt = ds.numpy_dtype(dst_desc.data_type)
+    np.ndarray(dst_desc.sizes, dt, buffer=expect,
+               strides=[s * dt.itemsize for s in dst_desc.effective_strides])[...] = _numpy_gather(buf, src_desc)
+    ds.copy_tensor(buf, src_desc, dst, dst_desc)
+    assert dst.tobytes() == expect.tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("k,j", [(297, 17), (129, 33), (300, 65), (64, 64), (17, 300), (16, 16), (31, 1030),
                                  (301, 24), (90, 12), (77, 7), (45, 3), (300, 15), (15, 300), (7, 5), (23, 9)])
@@ -113,18 +125,12 @@ def test_ragged_channel_counts_both_ways(dtype, channels, threads):
     # large enough for several tasks per thread, and pixel counts that
     # leave rows over too (37 * 129 = 4773).
     sizes = (5, channels, 37, 129)
-    dt = ds.numpy_dtype(dtype)
     for layout in ("NHWC", "NCHW"):
         desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
         other = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW" if layout == "NHWC" else "NHWC")
         buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
         assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
-        dst = _random_buffer(other.total_tensor_size_in_bytes, 300 + channels)
-        expect = dst.copy()
-        np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in other.effective_strides])[...] = \
-            _numpy_gather(buf, desc)
-        ds.copy_tensor(buf, desc, dst, other)
-        assert dst.tobytes() == expect.tobytes()
+        _check_copy_tensor(buf, desc, other, 300 + channels)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -134,19 +140,13 @@ def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
     # 16-byte micro-blocks go through a padded tile; wider ones do not.
     # Gathered and copied into an exactly sized buffer, against numpy.
     sizes = (2, channels, 9, 23)
-    dt = ds.numpy_dtype(dtype)
     planar = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW")
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     buf = _random_buffer(planar.total_tensor_size_in_bytes, channels)
     gathered = ds.gather(buf, ds.BufferTensorDesc(dtype, (2, 9, 23, channels),
                                                   strides=[channels * 207, 23, 1, 207]))
     assert gathered.tobytes() == np.ascontiguousarray(_numpy_gather(buf, planar).transpose(0, 2, 3, 1)).tobytes()
-    dst = _random_buffer(last.total_tensor_size_in_bytes, 7)
-    expect = dst.copy()
-    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in last.effective_strides])[...] = \
-        _numpy_gather(buf, planar)
-    ds.copy_tensor(buf, planar, dst, last)
-    assert dst.tobytes() == expect.tobytes()
+    _check_copy_tensor(buf, planar, last, 7)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -198,13 +198,7 @@ def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, thre
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
     assert plan.describe()["mode"] == "tile" and plan.describe()["tasks"] == tasks
     buf = _random_buffer(planar.total_tensor_size_in_bytes, sizes[1])
-    dst = _random_buffer(last.total_tensor_size_in_bytes, 3)
-    expect = dst.copy()
-    dt = ds.numpy_dtype(dtype)
-    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in last.effective_strides])[...] = \
-        _numpy_gather(buf, planar)
-    ds.copy_tensor(buf, planar, dst, last)
-    assert dst.tobytes() == expect.tobytes()
+    _check_copy_tensor(buf, planar, last, 3)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
