@@ -455,13 +455,13 @@ static void dmls_rows_short_u8(const char *s, int64_t sj, char *d, int64_t dk,
                                int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
     enum { TJ = 1024 };
     char *tile = scratch;                   /* 16 * TJ bytes */
+    int64_t last, jf, j0, nj, j, k;
+    *jdone = 0;
+    if (kn < 1 || kn >= 16 || sj < kn || jn < 16) return;
     /* Row j's 16-byte read ends within the last row's values when
        j * sj + 16 <= (jn - 1) * sj + kn. */
-    const int64_t last = jn - 1 - (16 - kn + sj - 1) / sj;
-    const int64_t jf = last >= 15 ? (last + 1) / 16 * 16 : 0;
-    int64_t j0, nj, j, k;
-    *jdone = 0;
-    if (kn < 1 || kn >= 16 || sj < kn) return;
+    last = jn - 1 - (16 - kn + sj - 1) / sj;
+    jf = last >= 15 ? (last + 1) / 16 * 16 : 0;
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
         for (j = 0; j < nj; j += 16)
