@@ -446,12 +446,9 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         # No such divisor (a 371 x 371 transpose): shorter segments of the rows
         # instead, whole multiples of 64 values, so that two threads get even
         # shares (not rows kept whole for the kernels of short rows back to back).
-        want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))
-        seg = max(64, -(-(-(-plan.inner[0] // want)) // 64) * 64)
-        if seg < plan.segment_len:
-            plan.segment_len = seg
-            plan.segments = -(-plan.inner[0] // seg)
-            plan.tasks = plan.outer_count * plan.segments
+        want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))   # segments per row
+        share = -(-plan.inner[0] // want)                          # values per segment
+        split_segments(plan, longest=max(64, -(-share // 64) * 64))
     return False
 
 
@@ -486,9 +483,10 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     return k > SMALL_TILE and kss == w and plan.inner[2] == w and kds % 64 != 0 and not contiguous
 
 
-def split_segments(plan: KernelPlan) -> None:
+def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks);
-    through L2, destination runs of at least L2_TILE_RUN bytes."""
+    through L2, destination runs of at least L2_TILE_RUN bytes; none longer
+    than ``longest`` values when it is given."""
     inner_n = plan.inner[0]
     k = plan.tile[0] if plan.tile is not None else 1
     if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
@@ -498,6 +496,8 @@ def split_segments(plan: KernelPlan) -> None:
         plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
         if plan.l2:  # at most as many rows as leave room for a chunk of k
             plan.segment_len = min(plan.segment_len, BLOCK_L2_ROOM // 128 // 64 * 64)
+    if longest is not None:
+        plan.segment_len = min(plan.segment_len, longest)
     plan.segments = -(-inner_n // plan.segment_len)
     plan.tasks = plan.outer_count * plan.segments
 
