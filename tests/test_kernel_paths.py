@@ -80,6 +80,34 @@ def test_transpose_tile_edges(dtype, k, j, threads):
     assert bytes(out) == expect.tobytes()
 
 
+@pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
+@pytest.mark.parametrize("dtype", ["float32", "uint32", "float64", "int64"])
+def test_tile_transposes_at_every_instruction_set_level(level, dtype):
+    # With AVX2, 4- and 8-byte values move in 8 x 8 and 4 x 4 blocks that
+    # read source rows in place; the rows and columns past the last whole
+    # block, and every lower level, must give numpy's bytes (random bytes:
+    # NaN payloads included).  Shapes: ragged in k and j by less than a
+    # wide block, tiles of 64 rows with a few left, source rows a multiple
+    # of 1 KiB apart (staged), and rows as short as one block.
+    w = np.dtype(dtype).itemsize
+    shapes = [(300, 78), (129, 70), (37, 45), (8, 8), (4, 4), (1024 // w, 78), (2048 // w + 3, 131), (501, 9)]
+    chosen = _engine._select_isa(level)
+    try:
+        assert chosen <= level
+        for k, j in shapes:
+            desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+            buf = _random_buffer(desc.total_tensor_size_in_bytes, k * 7 + j)
+            assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes(), (k, j)
+            values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, j), desc)
+            out = _random_buffer(desc.total_tensor_size_in_bytes + 16, k)
+            expect = out.copy()
+            np.ndarray([k, j], values.dtype, buffer=expect, strides=[w, k * w])[...] = values
+            ds.scatter(values, desc, out)
+            assert out.tobytes() == expect.tobytes(), (k, j)
+    finally:
+        _engine._select_isa(3)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("row_bytes", [512, 1024, 2048, 3072, 5120])
 @pytest.mark.parametrize("j", [19, 64, 130])

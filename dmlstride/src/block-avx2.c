@@ -61,8 +61,11 @@ static AVX2 int64_t block_pairs_avx2(int W, const char *const *sr, char *const *
     }
 }
 
+void dmls_transpose_avx2(dmls_isa_t *t);
+
 void dmls_isa_avx2(dmls_isa_t *t) {
     t->level = DMLS_ISA_AVX2;
     t->block_pairs = block_pairs_avx2;
+    dmls_transpose_avx2(t);
 }
 #endif

@@ -57,6 +57,10 @@ static int64_t block_pairs_none(int W, const char *const *sr, char *const *dr, i
     (void)W; (void)sr; (void)dr; (void)nk; (void)nj;
     return 0;
 }
+static int64_t tile_wide_none(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)nk; (void)nj;
+    return 0;
+}
 
 void dmls_isa_generic(dmls_isa_t *t) {
     t->level = DMLS_ISA_GENERIC;
@@ -76,12 +80,14 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->copy = copy_plain;
     t->stream_fill = stream_fill_none;
     t->block_pairs = block_pairs_none;
+    t->tile_wide = tile_wide_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
-                       stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none};
+                       stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
+                       tile_wide_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

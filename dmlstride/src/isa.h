@@ -83,6 +83,13 @@ typedef struct {
        j < nj (a multiple of N) and k below the value returned (a multiple of
        2N, at most nk). */
     int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
+    /* The cached tile transpose's micro-blocks for 4- and 8-byte values, 32
+       bytes a row (transpose-avx2.c): M x M with M = 32 / W, source row j at
+       s + j * sj (k contiguous), destination row k at d + k * dk (j
+       contiguous), for every j < nj - nj % M and k below the value returned
+       (nk - nk % M; 0 for other widths, fewer than M rows or columns, or
+       without a variant). */
+    int64_t (*tile_wide)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
