@@ -78,10 +78,10 @@ typedef struct {
        streaming stores; returns the elements written (from the start). */
     int64_t (*stream_fill)(int W, const char *s, char *d, int64_t n);
     /* The blocked transpose's micro-blocks two at a time (block.c): N = 16 / W
-       rows of j by 2N values of k, through one pointer per row (sr[j] + k * W
-       is source row j at k, dr[k] + j * W destination row k at j), for every
-       j < nj (a multiple of N) and k below the value returned (a multiple of
-       2N, at most nk). */
+       rows of j by 2N values of k (2N x 2N blocks for 4- and 8-byte values),
+       through one pointer per row (sr[j] + k * W is source row j at k,
+       dr[k] + j * W destination row k at j), for every j < nj (a multiple of
+       N) and k below the value returned (a multiple of 2N, at most nk). */
     int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
     /* The cached tile transpose's micro-blocks for 4- and 8-byte values, 32
        bytes a row (transpose-avx2.c): M x M with M = 32 / W, source row j at

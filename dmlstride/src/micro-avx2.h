@@ -1,0 +1,59 @@
+/* AVX2 register transposes of blocks 32 bytes wide, for 4- and 8-byte
+   values (M x M, M = 32 / W: 8 x 8 and 4 x 4), inlined into the files that
+   tile with them (transpose-avx2.c, block-avx2.c), which compile them with
+   the avx2 target attribute.
+
+   The SSE2 micro-kernels (micro-sse2.h) move 16 bytes per load and store.
+   Here every store writes 32 bytes: each register is loaded as two 16-byte
+   halves, from source rows j and j + M / 2, so the unpacks (which work
+   within a 128-bit lane) leave destination row k's M values in one
+   register, its low lane from the first M / 2 rows and its high lane from
+   the others.  An 8-byte block takes 8 loads, 4 unpacks and 4 stores where
+   the SSE2 kernel takes 8, 8 and 8; a 4-byte one 16, 16 and 8 where it
+   takes 16, 32 and 16.  Bit moves only: any values, NaN payloads included,
+   are copied exactly.
+
+   SRC(i) is the address of source row i at the block's first k (k
+   contiguous), DST(i) that of destination row i at its first j (j
+   contiguous): macros of the including file, for strided rows or tables of
+   row pointers alike. */
+#ifndef DMLS_MICRO_AVX2_H
+#define DMLS_MICRO_AVX2_H
+
+#include <immintrin.h>
+
+/* Two 16-byte halves: from p in the low lane, from q in the high one. */
+#define DMLS_HALVES(p, q)                                                                  \
+    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p))), \
+                            _mm_loadu_si128((const __m128i *)(q)), 1)
+#define DMLS_STORE32(p, x) _mm256_storeu_si256((__m256i *)(p), (x))
+
+/* One 4 x 4 block of 8-byte values. */
+#define DMLS_WIDE8(SRC, DST) do {                                                       \
+    const __m256i x0_ = DMLS_HALVES(SRC(0), SRC(2)), x1_ = DMLS_HALVES(SRC(1), SRC(3)); \
+    const __m256i x2_ = DMLS_HALVES(SRC(0) + 16, SRC(2) + 16);                           \
+    const __m256i x3_ = DMLS_HALVES(SRC(1) + 16, SRC(3) + 16);                           \
+    DMLS_STORE32(DST(0), _mm256_unpacklo_epi64(x0_, x1_));                              \
+    DMLS_STORE32(DST(1), _mm256_unpackhi_epi64(x0_, x1_));                              \
+    DMLS_STORE32(DST(2), _mm256_unpacklo_epi64(x2_, x3_));                              \
+    DMLS_STORE32(DST(3), _mm256_unpackhi_epi64(x2_, x3_));                              \
+} while (0)
+
+/* One 8 x 8 block of 4-byte values: rows k .. k + 3 from the first 16
+   bytes of each source row, k + 4 .. k + 7 from the next 16, each a 4 x 4
+   transpose per lane. */
+#define DMLS_WIDE4_HALF(SRC, DST, h) do {                                                   \
+    const __m256i t0_ = DMLS_HALVES(SRC(0) + 16 * (h), SRC(4) + 16 * (h));                 \
+    const __m256i t1_ = DMLS_HALVES(SRC(1) + 16 * (h), SRC(5) + 16 * (h));                 \
+    const __m256i t2_ = DMLS_HALVES(SRC(2) + 16 * (h), SRC(6) + 16 * (h));                 \
+    const __m256i t3_ = DMLS_HALVES(SRC(3) + 16 * (h), SRC(7) + 16 * (h));                 \
+    const __m256i a0_ = _mm256_unpacklo_epi32(t0_, t1_), a1_ = _mm256_unpackhi_epi32(t0_, t1_); \
+    const __m256i a2_ = _mm256_unpacklo_epi32(t2_, t3_), a3_ = _mm256_unpackhi_epi32(t2_, t3_); \
+    DMLS_STORE32(DST(4 * (h)), _mm256_unpacklo_epi64(a0_, a2_));                           \
+    DMLS_STORE32(DST(4 * (h) + 1), _mm256_unpackhi_epi64(a0_, a2_));                       \
+    DMLS_STORE32(DST(4 * (h) + 2), _mm256_unpacklo_epi64(a1_, a3_));                       \
+    DMLS_STORE32(DST(4 * (h) + 3), _mm256_unpackhi_epi64(a1_, a3_));                       \
+} while (0)
+#define DMLS_WIDE4(SRC, DST) do { DMLS_WIDE4_HALF(SRC, DST, 0); DMLS_WIDE4_HALF(SRC, DST, 1); } while (0)
+
+#endif
