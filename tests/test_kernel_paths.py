@@ -81,16 +81,18 @@ def test_transpose_tile_edges(dtype, k, j, threads):
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
-@pytest.mark.parametrize("dtype", ["float32", "uint32", "float64", "int64"])
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "uint32", "float64", "int64"])
 def test_tile_transposes_at_every_instruction_set_level(level, dtype):
     # With AVX2, 4- and 8-byte values move in 8 x 8 and 4 x 4 blocks that
-    # read source rows in place; the rows and columns past the last whole
-    # block, and every lower level, must give numpy's bytes (random bytes:
-    # NaN payloads included).  Shapes: ragged in k and j by less than a
-    # wide block, tiles of 64 rows with a few left, source rows a multiple
-    # of 1 KiB apart (staged), and rows as short as one block.
+    # read source rows in place, 1- and 2-byte ones in pairs of micro-blocks;
+    # the rows and columns past the last whole block, and every lower level,
+    # must give numpy's bytes (random bytes: NaN payloads included).  Shapes:
+    # ragged in k and j by less than a block, tiles of 64 rows with a few
+    # left, source rows a multiple of 1 KiB apart (staged), and rows as short
+    # as one block.
     w = np.dtype(dtype).itemsize
-    shapes = [(300, 78), (129, 70), (37, 45), (8, 8), (4, 4), (1024 // w, 78), (2048 // w + 3, 131), (501, 9)]
+    shapes = [(300, 78), (129, 70), (37, 45), (8, 8), (4, 4), (1024 // w, 78), (2048 // w + 3, 131), (501, 9),
+              (33, 17), (200, 24)]
     chosen = _engine._select_isa(level)
     try:
         assert chosen <= level

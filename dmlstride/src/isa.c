@@ -57,8 +57,10 @@ static int64_t block_pairs_none(int W, const char *const *sr, char *const *dr, i
     (void)W; (void)sr; (void)dr; (void)nk; (void)nj;
     return 0;
 }
-static int64_t tile_wide_none(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj) {
+static int64_t tile_wide_none(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
+                              int64_t *jdone) {
     (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)nk; (void)nj;
+    *jdone = 0;
     return 0;
 }
 

@@ -83,13 +83,14 @@ typedef struct {
        dr[k] + j * W destination row k at j), for every j < nj (a multiple of
        N) and k below the value returned (a multiple of 2N, at most nk). */
     int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
-    /* The cached tile transpose's micro-blocks for 4- and 8-byte values, 32
-       bytes a row (transpose-avx2.c): M x M with M = 32 / W, source row j at
-       s + j * sj (k contiguous), destination row k at d + k * dk (j
-       contiguous), for every j < nj - nj % M and k below the value returned
-       (nk - nk % M; 0 for other widths, fewer than M rows or columns, or
-       without a variant). */
-    int64_t (*tile_wide)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj);
+    /* The cached tile transpose's blocks 32 bytes wide (transpose-avx2.c):
+       source row j at s + j * sj (k contiguous), destination row k at
+       d + k * dk (j contiguous); 32 / W values of k by 32 / W of j for 4-
+       and 8-byte values, by 16 / W for 1- and 2-byte ones.  Covers every
+       k below the value returned and j below *jdone (whole blocks; 0 and
+       0 without a variant). */
+    int64_t (*tile_wide)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
+                         int64_t *jdone);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

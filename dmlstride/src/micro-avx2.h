@@ -1,7 +1,7 @@
-/* AVX2 register transposes of blocks 32 bytes wide, for 4- and 8-byte
-   values (M x M, M = 32 / W: 8 x 8 and 4 x 4), inlined into the files that
-   tile with them (transpose-avx2.c, block-avx2.c), which compile them with
-   the avx2 target attribute.
+/* AVX2 register transposes of blocks 32 bytes wide, inlined into the
+   files that tile with them (transpose-avx2.c, block-avx2.c), which
+   compile them with the avx2 target attribute.  For 4- and 8-byte values a
+   block is M x M, M = 32 / W (8 x 8 and 4 x 4).
 
    The SSE2 micro-kernels (micro-sse2.h) move 16 bytes per load and store.
    Here every store writes 32 bytes: each register is loaded as two 16-byte
@@ -13,6 +13,13 @@
    takes 16, 32 and 16.  Bit moves only: any values, NaN payloads included,
    are copied exactly.
 
+   For 1- and 2-byte values a block is a pair of SSE2 micro-blocks
+   (N = 16 / W): each source row gives 32 bytes, the micro-blocks at k and
+   at k + N side by side in the two lanes; the same chain of unpack stages
+   transposes both, and lane 0 of result i is destination row k + i, lane 1
+   row k + N + i.  Half the shuffles per byte of the SSE2 kernel, and no
+   register copies (three-operand forms).
+
    SRC(i) is the address of source row i at the block's first k (k
    contiguous), DST(i) that of destination row i at its first j (j
    contiguous): macros of the including file, for strided rows or tables of
@@ -21,6 +28,30 @@
 #define DMLS_MICRO_AVX2_H
 
 #include <immintrin.h>
+
+#include "micro-sse2.h"   /* DMLS_STAGE */
+
+/* N source rows of 32 bytes to 2N destination rows of 16. */
+#define DMLS_PAIR_OF(SRC, DST, N, STAGES, RES) do {                                    \
+    __m256i x[N], y[N];                                                                \
+    int i_;                                                                            \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                              \
+        x[i_] = _mm256_loadu_si256((const __m256i *)(SRC(i_)));                        \
+    STAGES;                                                                            \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++) {                            \
+        _mm_storeu_si128((__m128i *)(DST(i_)), _mm256_castsi256_si128(RES[i_]));       \
+        _mm_storeu_si128((__m128i *)(DST((N) + i_)), _mm256_extracti128_si256(RES[i_], 1)); \
+    }                                                                                  \
+} while (0)
+#define DMLS_PAIR1(SRC, DST) DMLS_PAIR_OF(SRC, DST, 16,                                \
+    DMLS_STAGE(x, y, 16, 1, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8);               \
+    DMLS_STAGE(y, x, 16, 2, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);             \
+    DMLS_STAGE(x, y, 16, 4, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);             \
+    DMLS_STAGE(y, x, 16, 8, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64), x)
+#define DMLS_PAIR2(SRC, DST) DMLS_PAIR_OF(SRC, DST, 8,                                 \
+    DMLS_STAGE(x, y, 8, 1, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);              \
+    DMLS_STAGE(y, x, 8, 2, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);              \
+    DMLS_STAGE(x, y, 8, 4, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64), y)
 
 /* Two 16-byte halves: from p in the low lane, from q in the high one. */
 #define DMLS_HALVES(p, q)                                                                  \

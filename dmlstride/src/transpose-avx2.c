@@ -1,12 +1,14 @@
-/* AVX2 blocks for the cached tile transpose (transpose-sse2.c): 4- and
-   8-byte values in blocks 32 bytes wide (micro-avx2.h), compiled with
-   target attributes (the library stays baseline x86-64) and used only when
-   the CPU has AVX2.  Measured on one thread against the SSE2 kernel, with
-   source rows read in place (see transpose-sse2.c): float64 transposes of
-   0.5-1 MB 1.3-1.6x faster, float32 ones 1.1-1.6x.
+/* AVX2 blocks for the cached tile transpose (transpose-sse2.c), compiled
+   with target attributes (the library stays baseline x86-64) and used only
+   when the CPU has AVX2: the register transposes of micro-avx2.h over
+   strided rows.  4- and 8-byte values go in blocks 32 bytes wide, whose
+   stores write 32 bytes a row (on one thread against the SSE2 kernel, with
+   source rows read in place, see transpose-sse2.c: float64 transposes of
+   0.5-1 MB 1.3-1.6x faster, float32 ones 1.1-1.6x); 1- and 2-byte values
+   as pairs of micro-blocks, half the shuffles per byte.
 
-   Reads s + j * sj .. + 32 and writes d + k * dk .. + 32 for the rows and
-   columns covered only. */
+   Reads s + j * sj .. + 32 and writes d + k * dk .. + 32 (16 for pairs)
+   for the rows and columns covered only. */
 #include "isa.h"
 
 #if DMLSTRIDE_HAVE_AVX2
@@ -14,32 +16,38 @@
 
 #define AVX2 __attribute__((target("avx2")))
 
-static AVX2 int64_t tile_wide_avx2(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                   int64_t nk, int64_t nj) {
-    const int64_t M = W >= 4 ? 32 / W : 0;
-    int64_t kw, jw, k, j;
-    if (M == 0 || nj < M || nk < M) return 0;
-    kw = nk - nk % M;
-    jw = nj - nj % M;
+/* Blocks of KB values of k by JB of j over rows k < kw, columns j < jw. */
 #define SRC(i) (sp + (i) * sj)
 #define DST(i) (dp + (i) * dk)
-#define DMLS_WIDE_LOOP(WIDE, W_) do {                                     \
-        for (k = 0; k < kw; k += 32 / (W_))                               \
-            for (j = 0; j < jw; j += 32 / (W_)) {                         \
+#define DMLS_BLOCKS(BLOCK, W_, KB, JB) do {                                \
+        for (k = 0; k < kw; k += (KB))                                    \
+            for (j = 0; j < jw; j += (JB)) {                              \
                 const char *sp = s + j * sj + k * (W_);                   \
                 char *dp = d + k * dk + j * (W_);                         \
-                WIDE(SRC, DST);                                           \
+                BLOCK(SRC, DST);                                          \
             }                                                             \
     } while (0)
-    if (W == 8)
-        DMLS_WIDE_LOOP(DMLS_WIDE8, 8);
-    else
-        DMLS_WIDE_LOOP(DMLS_WIDE4, 4);
-#undef DMLS_WIDE_LOOP
-#undef SRC
-#undef DST
+
+static AVX2 int64_t tile_wide_avx2(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                                   int64_t nk, int64_t nj, int64_t *jdone) {
+    /* KB x JB blocks: 2N x N pairs for 1- and 2-byte values, 2N x 2N for
+       wider ones (N = 16 / W). */
+    const int64_t KB = 32 / W, JB = W <= 2 ? 16 / W : 32 / W;
+    const int64_t kw = nk - nk % KB, jw = nj - nj % JB;
+    int64_t k, j;
+    *jdone = 0;
+    if (kw == 0 || jw == 0) return 0;
+    switch (W) {
+    case 1: DMLS_BLOCKS(DMLS_PAIR1, 1, 32, 16); break;
+    case 2: DMLS_BLOCKS(DMLS_PAIR2, 2, 16, 8); break;
+    case 4: DMLS_BLOCKS(DMLS_WIDE4, 4, 8, 8); break;
+    default: DMLS_BLOCKS(DMLS_WIDE8, 8, 4, 4); break;
+    }
+    *jdone = jw;
     return kw;
 }
+#undef SRC
+#undef DST
 
 void dmls_transpose_avx2(dmls_isa_t *t) {
     t->tile_wide = tile_wide_avx2;

@@ -65,14 +65,14 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        int16 transpose ran 1.8x faster and a 512 x 512 float32 one 1.5x.
        Rows 512 bytes apart (8 to a set) fit, and ran 0.85-0.9x staged.
        Short rows (DMLS_UNSTAGED_ROW_BYTES) never are.  With AVX2's 32-byte
-       blocks (4- and 8-byte values, dmls_isa.tile_wide) rows off a line
+       blocks (dmls_isa.tile_wide) of 4- and 8-byte values, rows off a line
        boundary are read in place: each load takes 16 bytes, a tile row
        reads its source lines twice over at most, and the staging copy cost
        more than the straddling loads (on one thread, a 371 x 371 float64
        transpose 1.3x faster than staged, a 1001 x 999 float32 one 1.3x). */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
-    const int wide = W >= 4 && dmls_isa.level >= DMLS_ISA_AVX2;
-    const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !wide)) && sj > DMLS_UNSTAGED_ROW_BYTES;
+    const int avx2 = dmls_isa.level >= DMLS_ISA_AVX2;
+    const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !(avx2 && W >= 4))) && sj > DMLS_UNSTAGED_ROW_BYTES;
     const int pfd = kn * dk > ((int64_t)1 << 20);
     const char *sbase;
     int64_t sstep;
@@ -114,12 +114,13 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                 sstep = sj;
             }
             k = kb;
-            if (wide) {
-                /* 32 bytes a row; the columns past the last whole wide
+            if (avx2 && !staged) {
+                /* Blocks 32 bytes wide; the columns past the last whole
                    block in micro-blocks, then the rows past it below. */
-                const int64_t jw = je - (je - jb) % (32 / W);
+                int64_t jw;
                 k += dmls_isa.tile_wide(W, sbase + jb * sstep + kb * W, sstep, d + kb * dk + jb * W, dk,
-                                        ke - kb, je - jb);
+                                        ke - kb, je - jb, &jw);
+                jw += jb;
                 for (i = kb; i < k; i += N)
                     for (j = jw; j < je; j += N)
                         simd_micro(W, sbase + j * sstep + i * W, sstep, d + i * dk + j * W, dk);
