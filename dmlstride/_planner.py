@@ -418,29 +418,41 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
 #: A transpose cut into fewer tasks than this (an NCHW to NHWC copy of a single
 #: image, whose channels are one short row; a matrix a few dozen columns wide)
 #: has its rows of k cut into an outer dimension, so that threads can share it;
-#: each piece keeps at least MIN_TILE_ROWS rows.
+#: each piece keeps at least MIN_TILE_ROWS rows where k has such a divisor, and
+#: else at least MIN_TILE_PIECE (a 251 x 173 image has none of 256 or more).
+#: Short ragged rows back to back keep MIN_TILE_ROWS, their kernel's minimum
+#: (RAGGED_MIN_ROWS).
 MIN_TILE_TASKS = 16
 MIN_TILE_ROWS = 256
+MIN_TILE_PIECE = 64
 
 
 def split_tile_rows(plan: KernelPlan) -> bool:
     """Cut a transpose's k rows into a outer pieces of b (k = a * b), when it has too few tasks.
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
-    MIN_TILE_ROWS rows; when k has no such divisor (a prime k stays whole), the rows of j
-    are cut into shorter segments instead, down to 64 values.  Returns whether k was cut
-    (the caller then plans the segments again).
+    MIN_TILE_ROWS rows.  When k has no such divisor (a prime k stays whole), the rows of j
+    are cut into shorter segments instead, down to 64 values; where they cannot be (rows
+    of 64 values or fewer, short rows back to back), pieces of at least MIN_TILE_PIECE
+    rows will do, except for short ragged rows back to back, whose kernel takes
+    RAGGED_MIN_ROWS.  Returns whether k was cut (the caller then plans the segments again).
     """
     if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
         return False
     k, kss, kds = plan.tile
     need = -(-MIN_TILE_TASKS // max(plan.tasks, 1))
-    for a in range(need, k // MIN_TILE_ROWS + 1):
-        if k % a == 0:
-            b = k // a
-            plan.outer.append((a, b * kss, b * kds))
-            plan.tile = (b, kss, kds)
-            return True
+
+    def cut(least: int) -> bool:
+        for a in range(need, k // least + 1):
+            if k % a == 0:
+                b = k // a
+                plan.outer.append((a, b * kss, b * kds))
+                plan.tile = (b, kss, kds)
+                return True
+        return False
+
+    if cut(MIN_TILE_ROWS):
+        return True
     whole_short_rows = plan.segments == 1 and kds == plan.inner[0] * plan.width and kds <= 1024
     if not plan.l2 and plan.segment_len > 64 and not whole_short_rows:
         # No such divisor (a 371 x 371 transpose): shorter segments of the rows
@@ -449,7 +461,9 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))   # segments per row
         share = -(-plan.inner[0] // want)                          # values per segment
         split_segments(plan, longest=max(64, -(-share // 64) * 64))
-    return False
+        return False
+    ragged = whole_short_rows and plan.inner[0] % (16 // plan.width) != 0
+    return not ragged and cut(MIN_TILE_PIECE)
 
 
 #: Destination rows back to back, of up to 512 bytes that are not a whole number
