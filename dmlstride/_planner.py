@@ -434,16 +434,18 @@ def split_tile_rows(plan: KernelPlan) -> bool:
     MIN_TILE_ROWS rows.  When k has no such divisor (a prime k stays whole), the rows of j
     are cut into shorter segments instead, down to 64 values; where they cannot be (rows
     of 64 values or fewer, short rows back to back), pieces of at least MIN_TILE_PIECE
-    rows will do, except for short ragged rows back to back, whose kernel takes
-    RAGGED_MIN_ROWS.  Returns whether k was cut (the caller then plans the segments again).
+    rows will do (not for short ragged rows back to back, whose kernel takes
+    RAGGED_MIN_ROWS), and failing that fewer pieces than MIN_TILE_TASKS, as many as
+    divide k.  Returns whether k was cut (the caller then plans the segments again).
     """
     if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
         return False
     k, kss, kds = plan.tile
     need = -(-MIN_TILE_TASKS // max(plan.tasks, 1))
 
-    def cut(least: int) -> bool:
-        for a in range(need, k // least + 1):
+    def cut(least: int, fewer: bool = False) -> bool:
+        # the smallest a >= need; with fewer, the largest a below it (at least 2)
+        for a in range(min(need - 1, k // least), 1, -1) if fewer else range(need, k // least + 1):
             if k % a == 0:
                 b = k // a
                 plan.outer.append((a, b * kss, b * kds))
@@ -462,8 +464,10 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         share = -(-plan.inner[0] // want)                          # values per segment
         split_segments(plan, longest=max(64, -(-share // 64) * 64))
         return False
-    ragged = whole_short_rows and plan.inner[0] % (16 // plan.width) != 0
-    return not ragged and cut(MIN_TILE_PIECE)
+    # Pieces of at least MIN_TILE_PIECE rows; else fewer than MIN_TILE_TASKS pieces
+    # (k = 14 * 258, say), which still lets threads share the copy.
+    least = MIN_TILE_ROWS if whole_short_rows and plan.inner[0] % (16 // plan.width) != 0 else MIN_TILE_PIECE
+    return (least < MIN_TILE_ROWS and cut(least)) or cut(least, fewer=True)
 
 
 #: Destination rows back to back, of up to 512 bytes that are not a whole number

@@ -218,15 +218,17 @@ def test_nine_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, 
 @pytest.mark.parametrize("sizes,tasks", [((1, 24, 128, 130), 16), ((1, 12, 257, 257), 257),
                                          ((1, 40, 1, 16411), 1), ((1, 9, 66, 500), 20),
                                          ((1, 200, 1, 16411), 4), ((1, 48, 251, 173), 173),
-                                         ((1, 45, 251, 173), 1)], ids=str)
+                                         ((1, 45, 251, 173), 1), ((1, 45, 14, 258), 14),
+                                         ((1, 48, 7, 593), 7)], ids=str)
 def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, threads):
     # A single image's channels are one short row, so its pixels (k) are cut
     # into pieces of at least 256 that threads can share: the smallest piece
     # count of 16 or more that divides them, else pieces of at least 64 (251
     # x 173 pixels: 173 pieces of 251), but not for channel counts that are
     # no whole number of 16-byte micro-blocks (45: the kernel for those needs
-    # 256 rows); for a prime count the channels are cut into segments of 64
-    # instead, when there are more than 64.
+    # 256 rows), else as many pieces as divide them (14 x 258, 7 x 593); for a
+    # prime count the channels are cut into segments of 64 instead, when
+    # there are more than 64.
     planar = ds.BufferTensorDesc(dtype, sizes)
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
