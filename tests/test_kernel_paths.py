@@ -581,6 +581,30 @@ def test_streaming_transpose_edges(dtype, to_channels_last, c, hw, dst_offset, s
     assert bytes(dst) == expect
 
 
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("c", [5, 6, 7, 8])
+@pytest.mark.parametrize("hw", [40, 129, 1000])
+@pytest.mark.parametrize("dst_offset", [0, 16, 4])
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_five_to_eight_channels_to_planes(dtype, c, hw, dst_offset, stream, threads):
+    # 5-8 channels per pixel into planes: those that make a whole register
+    # micro-block (5-8 four- or eight-byte ones, 8 two-byte ones) go through
+    # the transposing tile, the others channel by channel; streamed or not,
+    # at destination offsets off lines and elements, against numpy.
+    sizes = [3, c, 1, hw]
+    src_desc, dst_desc = _layout_pair(dtype, sizes, False)
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        src = _random_buffer(src_desc.total_tensor_size_in_bytes, c * hw)
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, c).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect
+        assert ds.gather(src, src_desc).tobytes() == _numpy_gather(src, src_desc).tobytes()
+    finally:
+        _engine._set_stream_min_total(old)
+
+
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short

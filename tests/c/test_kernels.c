@@ -104,7 +104,7 @@ static const int widths[4] = {1, 2, 4, 8};
 static void test_transpose(void) {
     static const int64_t shapes[][2] = {{297, 17}, {129, 33}, {64, 64}, {17, 300}, {16, 16},
                                         {31, 1030}, {8, 9}, {100, 64}, {48, 128}, {130, 70},
-                                        {256, 44}, {3001, 300}};
+                                        {256, 44}, {5, 300}, {7, 130}, {3001, 300}};
     int wi, si, off, stream;
     char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
