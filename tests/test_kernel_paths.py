@@ -190,12 +190,12 @@ def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, t
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
 
 
-@pytest.mark.parametrize("channels", [9, 10, 12, 13, 15])
+@pytest.mark.parametrize("channels", [5, 6, 8, 9, 10, 12, 13, 15])
 @pytest.mark.parametrize("pitch_extra", [0, 3, "16"])
 @pytest.mark.parametrize("hw", [(1, 1), (3, 11), (17, 19), (40, 70)], ids=str)
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_nine_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, stream, threads):
-    # Pixels of 9-15 one-byte channels (fewer than a 16-byte micro-block),
+def test_five_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, stream, threads):
+    # Pixels of 5-15 one-byte channels (fewer than a 16-byte micro-block),
     # packed or pitch bytes apart, gathered into planes: 16 bytes are read
     # per pixel only where they end within the buffer's last pixel; the
     # buffer ends right after it.  Against numpy.
@@ -589,8 +589,9 @@ def test_streaming_transpose_edges(dtype, to_channels_last, c, hw, dst_offset, s
 def test_five_to_eight_channels_to_planes(dtype, c, hw, dst_offset, stream, threads):
     # 5-8 channels per pixel into planes: those that make a whole register
     # micro-block (5-8 four- or eight-byte ones, 8 two-byte ones) go through
-    # the transposing tile, the others channel by channel; streamed or not,
-    # at destination offsets off lines and elements, against numpy.
+    # the transposing tile, one-byte ones 16 bytes a pixel, 5-7 two-byte ones
+    # channel by channel; streamed or not, at destination offsets off lines
+    # and elements, against numpy.
     sizes = [3, c, 1, hw]
     src_desc, dst_desc = _layout_pair(dtype, sizes, False)
     old = _engine._set_stream_min_total(0 if stream else 1 << 62)

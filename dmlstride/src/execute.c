@@ -11,6 +11,22 @@
 #include "tile.h"
 
 /* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
+/* A transposition with few source-fast channels (DMLS_SMALL_TILE) goes
+   channel by channel, or de-interleaved (2-4), except 5-8 channels that the
+   transposing tile moves in register micro-blocks: 5-8 of four or eight
+   bytes and 8 of two (a whole micro-block; NHWC to NCHW, 7 float32
+   channels 1.4-1.9x faster, 8 float16 ones 3x; 6 int16 ones, under a
+   micro-block, ran 0.6x that way), and 5-8 of one byte, read 16 bytes a
+   pixel (dmls_isa.rows_short_u8: 2.1-2.7x faster).  Those kernels need
+   both sides' runs contiguous. */
+static inline int few_channels(const dmls_plan *p) {
+    const int64_t kn = p->tile_size, w = p->width;
+    if (kn > DMLS_SMALL_TILE) return 0;
+    if (kn <= 4 || dmls_isa.level < DMLS_ISA_SSE2 || p->tile_src_stride != w || p->inner_dst_stride != w)
+        return 1;
+    return w >= 2 && kn < 16 / w;
+}
+
 static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,
                 int64_t j0, int64_t j1, char *scratch) {
     const int w = p->width;
@@ -27,14 +43,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
                                             p->tile_src_stride, n));
         return;
     case DMLS_MODE_TILE:
-        /* Few source-fast channels go channel by channel (or de-interleaved),
-           except more than 4 that make a whole register micro-block (16 / W:
-           5-8 four- or eight-byte channels, 8 two-byte ones), which the
-           transposing tile moves in micro-blocks (NHWC to NCHW: 5-7 float32
-           channels 1.4-1.9x faster, 8 float16 ones 3x; 6 int16 ones, under a
-           micro-block, ran 0.6x that way). */
-        if (p->tile_size <= DMLS_SMALL_TILE &&
-                (p->tile_size <= 4 || p->tile_size < 16 / w || dmls_isa.level < DMLS_ISA_SSE2))
+        if (few_channels(p))
             DMLS_BY_WIDTH(w, dmls_small_k_, (s + so, d + do_, p->tile_size, p->tile_src_stride,
                                              p->tile_dst_stride, j0, j1, iss, ids));
         else

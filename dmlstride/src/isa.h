@@ -54,7 +54,7 @@ typedef struct {
        stores when stream is set; rows k < *kdone.  scratch: 23 KiB. */
     void (*contig_ragged)(int W, const char *s, int64_t sj, char *d,
                           int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch);
-    /* One-byte values, 9-15 per source row (kn < 16; source rows sj >= kn
+    /* One-byte values, 5-15 per source row (kn < 16; source rows sj >= kn
        apart, destination rows k at dk with j contiguous), written with
        streaming stores when stream is set; covers columns j < *jdone (a
        multiple of 16).  scratch: 16 KiB. */

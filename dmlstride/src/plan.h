@@ -76,7 +76,7 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
 }
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them), unless there are more
-   than 4 and at least a register micro-block's worth (execute.c). */
+   than 4 that a SIMD kernel takes (execute.c, few_channels). */
 #define DMLS_SMALL_TILE 8
 /* Destination rows back to back of up to 512 bytes, not a whole number of
    micro-blocks: through a padded tile (dmls_isa.contig_ragged) when at least
