@@ -190,19 +190,21 @@ def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, t
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
 
 
-@pytest.mark.parametrize("channels", [5, 6, 8, 9, 10, 12, 13, 15])
+@pytest.mark.parametrize("dtype,channels", [("uint8", c) for c in (5, 6, 8, 9, 10, 12, 13, 15)]
+                         + [("int16", c) for c in (5, 6, 7, 9)])
 @pytest.mark.parametrize("pitch_extra", [0, 3, "16"])
 @pytest.mark.parametrize("hw", [(1, 1), (3, 11), (17, 19), (40, 70)], ids=str)
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_five_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, stream, threads):
-    # Pixels of 5-15 one-byte channels (fewer than a 16-byte micro-block),
-    # packed or pitch bytes apart, gathered into planes: 16 bytes are read
-    # per pixel only where they end within the buffer's last pixel; the
-    # buffer ends right after it.  Against numpy.
-    pitch = 16 if pitch_extra == "16" else channels + pitch_extra
+def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, threads):
+    # Pixels of fewer values than a 16-byte micro-block (5-15 one-byte
+    # channels, 5-7 two-byte ones), packed or pitch values apart, gathered
+    # into planes: 16 bytes are read per pixel only where they end within
+    # the buffer's last pixel; the buffer ends right after it.  Against numpy.
+    size_ = np.dtype(dtype).itemsize
+    pitch = 16 // size_ if pitch_extra == "16" else channels + pitch_extra
     n, (h, w) = 3, hw
-    desc = ds.BufferTensorDesc("uint8", [n, channels, h, w], [h * w * pitch, 1, w * pitch, pitch])
-    size = (n * h * w - 1) * pitch + channels
+    desc = ds.BufferTensorDesc(dtype, [n, channels, h, w], [h * w * pitch, 1, w * pitch, pitch])
+    size = ((n * h * w - 1) * pitch + channels) * size_
     raw = _random_buffer(desc.total_tensor_size_in_bytes, size + pitch)
     assert desc.total_tensor_size_in_bytes - size < 4
     old = _engine._set_stream_min_total(0 if stream else 1 << 62)
@@ -210,7 +212,8 @@ def test_five_to_fifteen_one_byte_channels_to_planes(channels, pitch_extra, hw, 
         got = ds.gather(raw, desc)
     finally:
         _engine._set_stream_min_total(old)
-    view = np.lib.stride_tricks.as_strided(raw, (n, channels, h, w), (h * w * pitch, 1, w * pitch, pitch))
+    strides = [x * size_ for x in (h * w * pitch, 1, w * pitch, pitch)]
+    view = np.lib.stride_tricks.as_strided(raw.view(dtype), (n, channels, h, w), strides)
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
 
 

@@ -12,19 +12,17 @@
 
 /* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
 /* A transposition with few source-fast channels (DMLS_SMALL_TILE) goes
-   channel by channel, or de-interleaved (2-4), except 5-8 channels that the
-   transposing tile moves in register micro-blocks: 5-8 of four or eight
-   bytes and 8 of two (a whole micro-block; NHWC to NCHW, 7 float32
-   channels 1.4-1.9x faster, 8 float16 ones 3x; 6 int16 ones, under a
-   micro-block, ran 0.6x that way), and 5-8 of one byte, read 16 bytes a
-   pixel (dmls_isa.rows_short_u8: 2.1-2.7x faster).  Those kernels need
-   both sides' runs contiguous. */
+   channel by channel, or de-interleaved (2-4), except 5-8 channels, which
+   the SIMD kernels of the transposing tile take: 5-8 of four or eight
+   bytes and 8 of two (a whole register micro-block) in micro-blocks (NHWC
+   to NCHW: 7 float32 channels 1.4-1.9x faster, 8 float16 ones 3x), fewer
+   bytes a pixel read 16 bytes a pixel (dmls_isa.rows_short: 5-8 one-byte
+   channels 2.1-2.7x faster, 5-7 two-byte ones 1.6-2x).  Those kernels
+   need both sides' runs contiguous. */
 static inline int few_channels(const dmls_plan *p) {
     const int64_t kn = p->tile_size, w = p->width;
-    if (kn > DMLS_SMALL_TILE) return 0;
-    if (kn <= 4 || dmls_isa.level < DMLS_ISA_SSE2 || p->tile_src_stride != w || p->inner_dst_stride != w)
-        return 1;
-    return w >= 2 && kn < 16 / w;
+    return kn <= 4 || (kn <= DMLS_SMALL_TILE && (dmls_isa.level < DMLS_ISA_SSE2 || p->tile_src_stride != w ||
+                                                   p->inner_dst_stride != w));
 }
 
 static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,

@@ -25,9 +25,9 @@ static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
     (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)stream; (void)scratch;
     *kdone = 0;
 }
-static void rows_short_none(const char *s, int64_t sj, char *d, int64_t dk,
+static void rows_short_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
                             int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
-    (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)stream; (void)scratch;
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)stream; (void)scratch;
     *jdone = 0;
 }
 static int64_t deint3_none(const char *s, char *d0, char *d1, char *d2, int64_t n) {
@@ -70,7 +70,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->nt_transpose = nt_transpose_none;
     t->nt_contig = nt_contig_none;
     t->contig_ragged = contig_ragged_none;
-    t->rows_short_u8 = rows_short_none;
+    t->rows_short = rows_short_none;
     t->deint3_u8 = deint3_none;
     t->deint3_32 = deint3_none;
     t->int3_32 = int3_none;

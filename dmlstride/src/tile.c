@@ -56,9 +56,10 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
     int64_t kdone = 0, ja = 0, jb = 0, body;
     /* The SIMD variant covers rows k < kdone of columns ja..jb; the scalar
        tile does the rest. */
-    if (dmls_isa.level >= DMLS_ISA_SSE2 && w == 1 && kss == 1 && ids == 1 && kn < 16 && kn > 4) {
-        /* 5-15 one-byte values per source row: fewer than a micro-block. */
-        dmls_isa.rows_short_u8(sj, iss, dj, kds, kn, jn, p->stream, &jb, scratch);
+    if (dmls_isa.level >= DMLS_ISA_SSE2 && w <= 2 && kss == w && ids == w && kn * w < 16 && kn > 4) {
+        /* 5-15 one-byte values per source row, 5-7 two-byte ones: fewer
+           than a micro-block. */
+        dmls_isa.rows_short(w, sj, iss, dj, kds, kn, jn, p->stream, &jb, scratch);
         if (jb > 0) kdone = kn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
         if (p->stream && kds == jn * w && jn % (16 / w) == 0 && jn * w <= 1024) {

@@ -461,35 +461,42 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
     *kdone = kf;
 }
 
-/* Source rows of kn < 16 one-byte values (pixels of 5-15 one-byte channels
-   in an NHWC to NCHW copy), sj >= kn bytes apart: each group of 16 rows is
-   read 16 bytes per row (the bytes past a row's kn are its neighbour's,
-   and are dropped) and transposed into a tile of 16 rows of TJ bytes, whose
-   first kn rows then go out, TJ bytes to each destination row.  Only rows
-   whose 16 bytes lie within the last row's end are read so; the caller
-   copies the rest (j >= *jdone).  Element by element, 12 channels ran at
-   0.7x numpy's speed; channel by channel, 5-8 channels ran 2.1-2.7x
-   slower than this. */
-static void dmls_rows_short_u8(const char *s, int64_t sj, char *d, int64_t dk,
-                               int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
+/* Source rows of kn values of W = 1 or 2 bytes, fewer than a 16-byte
+   micro-block (pixels of 5-15 one-byte channels or 5-7 two-byte ones in an
+   NHWC to NCHW copy), sj >= kn * W bytes apart: each group of N = 16 / W
+   rows is read 16 bytes per row (the bytes past a row's kn values are its
+   neighbour's, and are dropped) and transposed into a tile of N rows of TJ
+   values, whose first kn rows then go out, TJ values to each destination
+   row.  Only rows whose 16 bytes lie within the last row's end are read so;
+   the caller copies the rest (j >= *jdone).  Element by element, 12
+   one-byte channels ran at 0.7x numpy's speed; channel by channel, 5-8
+   one-byte channels ran 2.1-2.7x slower than this, 5-7 two-byte ones
+   1.6-2x. */
+static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                            int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
     enum { TJ = 1024 };
-    char *tile = scratch;                   /* 16 * TJ bytes */
+    const int64_t N = 16 / W;
+    char *tile = scratch;                   /* N * TJ * W = 16 * TJ bytes */
     int64_t last, jf, j0, nj, j, k;
     *jdone = 0;
-    if (kn < 1 || kn >= 16 || sj < kn || jn < 16) return;
+    if ((W != 1 && W != 2) || kn < 1 || kn >= N || sj < kn * W || jn < N) return;
     /* Row j's 16-byte read ends within the last row's values when
-       j * sj + 16 <= (jn - 1) * sj + kn. */
-    last = jn - 1 - (16 - kn + sj - 1) / sj;
-    jf = last >= 15 ? (last + 1) / 16 * 16 : 0;
+       j * sj + 16 <= (jn - 1) * sj + kn * W. */
+    last = jn - 1 - (16 - kn * W + sj - 1) / sj;
+    jf = last >= N - 1 ? (last + 1) / N * N : 0;
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
-        for (j = 0; j < nj; j += 16)
-            dmls_micro1(s + (j0 + j) * sj, sj, tile + j, TJ);
+        for (j = 0; j < nj; j += N) {
+            if (W == 1)
+                dmls_micro1(s + (j0 + j) * sj, sj, tile + j, TJ);
+            else
+                dmls_micro2(s + (j0 + j) * sj, sj, tile + j * 2, TJ * 2);
+        }
         for (k = 0; k < kn; k++) {
             if (stream)
-                dmls_stream_copy(d + k * dk + j0, tile + k * TJ, nj);
+                dmls_stream_copy(d + k * dk + j0 * W, tile + k * TJ * W, nj * W);
             else
-                memcpy(d + k * dk + j0, tile + k * TJ, (size_t)nj);
+                memcpy(d + k * dk + j0 * W, tile + k * TJ * W, (size_t)(nj * W));
         }
     }
     *jdone = jf;
@@ -503,7 +510,7 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->nt_transpose = dmls_nt_transpose;
     t->nt_contig = dmls_nt_contig;
     t->contig_ragged = dmls_contig_ragged;
-    t->rows_short_u8 = dmls_rows_short_u8;
+    t->rows_short = dmls_rows_short;
     t->stream_copy = dmls_stream_copy;
     t->store_fence = sfence;
     t->copy = dmls_copy;
