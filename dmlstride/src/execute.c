@@ -10,7 +10,6 @@
 #include "scratch.h"
 #include "tile.h"
 
-/* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
 /* A transposition with few source-fast channels (DMLS_SMALL_TILE) goes
    channel by channel, or de-interleaved (2-4), except 5-8 channels, which
    the SIMD kernels of the transposing tile take: 5-8 of four or eight
@@ -25,6 +24,7 @@ static inline int few_channels(const dmls_plan *p) {
                                                    p->inner_dst_stride != w));
 }
 
+/* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
 static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,
                 int64_t j0, int64_t j1, char *scratch) {
     const int w = p->width;
