@@ -486,12 +486,8 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
     jf = last >= N - 1 ? (last + 1) / N * N : 0;
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
-        for (j = 0; j < nj; j += N) {
-            if (W == 1)
-                dmls_micro1(s + (j0 + j) * sj, sj, tile + j, TJ);
-            else
-                dmls_micro2(s + (j0 + j) * sj, sj, tile + j * 2, TJ * 2);
-        }
+        for (j = 0; j < nj; j += N)
+            simd_micro(W, s + (j0 + j) * sj, sj, tile + j * W, TJ * W);
         for (k = 0; k < kn; k++) {
             if (stream)
                 dmls_stream_copy(d + k * dk + j0 * W, tile + k * TJ * W, nj * W);
