@@ -113,8 +113,14 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     c.segments = kp.segments
     c.tasks = kp.tasks
     c.dst_bytes = kp.dst_bytes
+    pieces, piece = int(kp.tile_pieces), int(kp.tile_piece)   # exact Python ints
+    if pieces > 1 and (c.mode != DMLS_MODE_TILE or piece < 1
+                       or not (pieces - 1) * piece < c.tile_size <= pieces * piece):
+        raise ValueError("plan: pieces do not cover the transposed dimension")
+    c.tile_pieces = pieces
+    c.tile_piece = piece
     if (c.segment_len < 1 or c.segments * c.segment_len < c.inner_size
-            or c.tasks != c.outer_count * c.segments):
+            or c.tasks != c.outer_count * c.segments * max(pieces, 1)):
         raise ValueError("plan: segments do not cover the innermost dimension")
     if c.mode == DMLS_MODE_BLOCK:
         _load_group(&c.jgroup, kp.block.j, kp.block.j_elems)

@@ -52,6 +52,8 @@ cdef extern from "src/plan.h":
         int64_t tile_size
         int64_t tile_src_stride
         int64_t tile_dst_stride
+        int64_t tile_piece
+        int64_t tile_pieces
         int64_t segment_len
         int64_t segments
         int64_t tasks

@@ -109,6 +109,8 @@ class KernelPlan:
     outer: list[Dim]                  # outer dimensions, slowest first
     inner: Dim                        # the innermost dimension
     tile: Dim | None = None           # tile / interleave / block: the other transposed dimension
+    tile_piece: int = 0               # tile: values of k per task when k is cut in pieces (else 0)
+    tile_pieces: int = 1              # ... and the pieces (the last one holds the rest)
     segment_len: int = 0              # inner elements per task
     segments: int = 1                 # tasks per outer index
     tasks: int = 1
@@ -431,27 +433,27 @@ def split_tile_rows(plan: KernelPlan) -> bool:
     """Cut a transpose's k rows into a outer pieces of b (k = a * b), when it has too few tasks.
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
-    MIN_TILE_ROWS rows.  When k has no such divisor (a prime k stays whole), the rows of j
-    are cut into shorter segments instead, down to 64 values; where they cannot be (rows
-    of 64 values or fewer, short rows back to back), pieces of at least MIN_TILE_PIECE
-    rows will do (not for short ragged rows back to back, whose kernel takes
-    RAGGED_MIN_ROWS), and failing that fewer pieces than MIN_TILE_TASKS, as many as
-    divide k.  Returns whether k was cut (the caller then plans the segments again).
+    MIN_TILE_ROWS rows.  When k has no such divisor, the rows of j are cut into shorter
+    segments instead, down to 64 values; where they cannot be (rows of 64 values or
+    fewer, short rows back to back), pieces of at least MIN_TILE_PIECE rows will do (not
+    for short ragged rows back to back, whose kernel takes RAGGED_MIN_ROWS): equal ones
+    where a divisor of k gives them, else ``tile_pieces`` pieces of ``tile_piece`` rows,
+    the last one shorter, which the executor cuts itself (a prime k).  Returns whether k
+    was cut (the caller then plans the segments again).
     """
     if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
         return False
     k, kss, kds = plan.tile
     need = -(-MIN_TILE_TASKS // max(plan.tasks, 1))
 
-    def cut(least: int, fewer: bool = False) -> bool:
-        # the smallest a >= need; with fewer, the largest a below it (at least 2)
-        for a in range(min(need - 1, k // least), 1, -1) if fewer else range(need, k // least + 1):
-            if k % a == 0:
-                b = k // a
-                plan.outer.append((a, b * kss, b * kds))
-                plan.tile = (b, kss, kds)
-                return True
-        return False
+    def cut_in(a: int) -> bool:
+        plan.outer.append((a, k // a * kss, k // a * kds))
+        plan.tile = (k // a, kss, kds)
+        return True
+
+    def cut(least: int) -> bool:
+        # the smallest a >= need that divides k
+        return any(k % a == 0 and cut_in(a) for a in range(need, k // least + 1))
 
     if cut(MIN_TILE_ROWS):
         return True
@@ -464,10 +466,20 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         share = -(-plan.inner[0] // want)                          # values per segment
         split_segments(plan, longest=max(64, -(-share // 64) * 64))
         return False
-    # Pieces of at least MIN_TILE_PIECE rows; else fewer than MIN_TILE_TASKS pieces
-    # (k = 14 * 258, say), which still lets threads share the copy.
+    # Pieces of at least MIN_TILE_PIECE rows: equal ones where k has a divisor
+    # that gives them, else pieces of k that the executor cuts itself
+    # (tile_pieces: the last piece holds the rest; a 350003 x 45 transpose).
     least = MIN_TILE_ROWS if whole_short_rows and plan.inner[0] % (16 // plan.width) != 0 else MIN_TILE_PIECE
-    return (least < MIN_TILE_ROWS and cut(least)) or cut(least, fewer=True)
+    if least < MIN_TILE_ROWS and cut(least):
+        return True
+    a = min(need, k // least)
+    if a < 2:
+        return False
+    if k % a == 0:   # fewer than MIN_TILE_TASKS equal pieces (k = 14 * 258, say)
+        return cut_in(a)
+    plan.tile_piece = -(-k // a)
+    plan.tile_pieces = -(-k // plan.tile_piece)
+    return True
 
 
 #: Destination rows back to back, of up to 512 bytes that are not a whole number
@@ -491,6 +503,7 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
     k, kss, kds = plan.tile
+    k = plan.tile_piece or k
     w = plan.width
     # (Short rows back to back go out as one run: in whole micro-blocks up to
     # 1 KiB; through a tile of whole micro-blocks up to 512 bytes otherwise,
@@ -506,7 +519,7 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     through L2, destination runs of at least L2_TILE_RUN bytes; none longer
     than ``longest`` values when it is given."""
     inner_n = plan.inner[0]
-    k = plan.tile[0] if plan.tile is not None else 1
+    k = plan.tile_piece or (plan.tile[0] if plan.tile is not None else 1)
     if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
         plan.segment_len = inner_n
     else:
@@ -517,7 +530,7 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     if longest is not None:
         plan.segment_len = min(plan.segment_len, longest)
     plan.segments = -(-inner_n // plan.segment_len)
-    plan.tasks = plan.outer_count * plan.segments
+    plan.tasks = plan.outer_count * plan.segments * plan.tile_pieces
 
 
 def staged_split(dims: list[Dim], side: int):
@@ -665,7 +678,7 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if m.block is not None:
         return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
     assert m.tile is not None
-    return block_chunks(m.width, m.segment_len, m.tile[0])
+    return block_chunks(m.width, m.segment_len, m.tile_piece or m.tile[0])
 
 
 def describe(plan: CopyPlan) -> dict:
@@ -677,6 +690,7 @@ def describe(plan: CopyPlan) -> dict:
         "outer": list(m.outer),
         "inner": tuple(m.inner),
         "tile": tuple(m.tile) if m.mode in ("tile", "interleave") else None,
+        "tile_pieces": (m.tile_pieces, m.tile_piece) if m.tile_pieces > 1 else None,
         "tasks": m.tasks,
         "segment": m.segment_len,
         "stream": bool(m.stream),

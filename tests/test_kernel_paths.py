@@ -219,25 +219,78 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, thread
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes,tasks", [((1, 24, 128, 130), 16), ((1, 12, 257, 257), 257),
-                                         ((1, 40, 1, 16411), 1), ((1, 9, 66, 500), 20),
-                                         ((1, 200, 1, 16411), 4), ((1, 48, 251, 173), 173),
-                                         ((1, 45, 251, 173), 1), ((1, 45, 14, 258), 14),
-                                         ((1, 48, 7, 593), 7)], ids=str)
+                                         ((1, 40, 1, 16411), 16), ((1, 9, 66, 500), 20),
+                                         ((1, 200, 1, 16411), 16), ((1, 48, 251, 173), 173),
+                                         ((1, 45, 251, 173), 16), ((1, 45, 14, 258), 14),
+                                         ((1, 48, 7, 593), 16)], ids=str)
 def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, threads):
     # A single image's channels are one short row, so its pixels (k) are cut
     # into pieces of at least 256 that threads can share: the smallest piece
     # count of 16 or more that divides them, else pieces of at least 64 (251
     # x 173 pixels: 173 pieces of 251), but not for channel counts that are
     # no whole number of 16-byte micro-blocks (45: the kernel for those needs
-    # 256 rows), else as many pieces as divide them (14 x 258, 7 x 593); for a
-    # prime count the channels are cut into segments of 64 instead, when
-    # there are more than 64.
+    # 256 rows); else 16 pieces, the last one shorter (251 x 173 pixels of 45
+    # channels, 7 x 593 of 48, a prime 16411 of 40), or fewer where no more fit (14 x 258 of 45:
+    # 14 pieces of 258).  More than 64 channels are cut into segments of 64
+    # as well (200 channels of a prime 16411 pixels: 4 segments x 4 pieces).
     planar = ds.BufferTensorDesc(dtype, sizes)
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
     assert plan.describe()["mode"] == "tile" and plan.describe()["tasks"] == tasks
     buf = _random_buffer(planar.total_tensor_size_in_bytes, sizes[1])
     _check_copy_tensor(buf, planar, last, 3)
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("rows,cols,pieces", [(7919, 45, (16, 495)), (1009, 48, (15, 68)),
+                                              (4099, 33, (16, 257)), (65521, 45, (16, 4096))], ids=str)
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "stream"])
+def test_prime_row_count_is_cut_in_uneven_pieces(dtype, rows, cols, pieces, stream, threads):
+    # A column-major matrix a few dozen columns wide whose row count has no
+    # divisor to cut it by (a prime) goes to row-major in pieces of rows that
+    # threads share, the last piece shorter; and back.
+    colmajor = ds.BufferTensorDesc.from_layout(dtype, (rows, cols), "WH")
+    packed = ds.BufferTensorDesc(dtype, (rows, cols))
+    dt = ds.numpy_dtype(colmajor.data_type)
+    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows)
+    values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
+    out = _random_buffer(colmajor.total_tensor_size_in_bytes, 7)
+    expect = out.copy()
+    np.ndarray((rows, cols), dt, buffer=expect,
+               strides=[s * dt.itemsize for s in colmajor.effective_strides])[...] = values
+    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
+    try:
+        plan = _engine.Plan([rows, cols], colmajor.effective_strides, packed.effective_strides,
+                            colmajor.element_bits)
+        info = plan.describe()
+        assert info["mode"] == "tile" and info["tile_pieces"] == pieces and info["tasks"] == pieces[0]
+        assert info["stream"] == stream
+        got = np.empty((rows, cols), dt)
+        _engine.execute(plan, buf, 0, 0, got, 0, 0)
+        ds.scatter(values, colmajor, out)
+    finally:
+        _engine._set_stream_min_total(old)
+    assert got.tobytes() == _numpy_gather(buf, colmajor).tobytes()
+    assert out.tobytes() == expect.tobytes()
+
+
+@pytest.mark.parametrize("pieces,piece", [(16, 10), (16, 7919), (2, 0), (2, -5)])
+def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, piece):
+    # The engine checks the planner's pieces before any kernel runs on them:
+    # too short to reach the last row, or starting past it.
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        plan.main.tile_pieces, plan.main.tile_piece = pieces, piece
+        plan.main.tasks = plan.main.outer_count * plan.main.segments * pieces
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    colmajor = ds.BufferTensorDesc.from_layout("float32", (7919, 45), "WH")
+    packed = ds.BufferTensorDesc("float32", (7919, 45))
+    with pytest.raises(ValueError, match="pieces do not cover"):
+        _engine.Plan([7919, 45], colmajor.effective_strides, packed.effective_strides, 32)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)

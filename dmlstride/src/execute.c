@@ -143,9 +143,32 @@ static inline void copy_short(char *d, const char *s, int64_t n) {
     }
 }
 
+/* Tasks t0..t1 of a transpose cut into pieces of k (tile_pieces): task t
+   is piece t % tile_pieces of segment t / tile_pieces. */
+static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
+    dmls_plan q = *p;
+    int64_t idx[DMLS_MAX_DIMS], so, do_, t, u, seg, k0, j0, j1, shift;
+    for (t = t0; t < t1; t++) {
+        u = t / p->tile_pieces;
+        seg = u % p->segments;
+        k0 = t % p->tile_pieces * p->tile_piece;
+        q.tile_size = p->tile_size - k0 < p->tile_piece ? p->tile_size - k0 : p->tile_piece;
+        outer_offsets(p, u / p->segments, idx, &so, &do_);
+        shift = segment_shift(p, d, do_);
+        j0 = seg == 0 ? 0 : seg * p->segment_len - shift;
+        j1 = seg + 1 == p->segments ? p->inner_size : (seg + 1) * p->segment_len - shift;
+        row(&q, s + k0 * p->tile_src_stride, d + k0 * p->tile_dst_stride, so, do_, j0, j1, scratch);
+    }
+    if (p->stream) dmls_isa.store_fence();
+}
+
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
     if (t0 >= t1) return;
+    if (p->mode == DMLS_MODE_TILE && p->tile_pieces > 1) {
+        run_pieces(p, s, d, t0, t1, scratch);
+        return;
+    }
     if (p->mode == DMLS_MODE_BLOCK) dmls_block_tables(p, scratch);
     outer_offsets(p, t0 / p->segments, idx, &so, &do_);
     if (p->mode == DMLS_MODE_MEMCPY && p->segments == 1 && !p->stream && p->inner_size * p->width <= 64) {

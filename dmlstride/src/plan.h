@@ -117,7 +117,14 @@ typedef struct {
     int64_t tile_size;
     int64_t tile_src_stride;
     int64_t tile_dst_stride;
-    /* Work: tasks = outer_count x segments of segment_len inner elements. */
+    /* MODE_TILE with tile_pieces > 1: each task copies one piece of
+       tile_piece values of k (the last one the rest), so that a transpose
+       whose k cannot be cut into equal pieces (a prime count) still gives
+       threads work to share.  0 or 1: k whole. */
+    int64_t tile_piece;
+    int64_t tile_pieces;
+    /* Work: tasks = outer_count x segments of segment_len inner elements
+       (x tile_pieces). */
     int64_t segment_len;
     int64_t segments;
     int64_t tasks;
