@@ -666,7 +666,8 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short
     # rows back to back (256 or more of them when not a whole number of
-    # micro-blocks) and small channel counts do not.
+    # micro-blocks), small channel counts and source rows (pixels) of less
+    # than a line do not.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -674,7 +675,9 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
                             src_desc.element_bits).describe()["l2"]
 
     assert l2("float32", 64, 1000, False) == "both"      # rows of 4000 bytes
-    assert l2("int16", 17, 129, False) == "both"
+    assert l2("int16", 32, 129, False) == "both"         # pixels of 64 bytes
+    assert l2("int16", 31, 129, False) == "none"         # pixels of 62 bytes
+    assert l2("uint8", 24, 1000, False) == "none"        # pixels of 24 bytes
     assert l2("float64", 200, 41, False) == "both"       # rows of 328 bytes
     assert l2("float64", 300, 41, False) == "none"       # 300 of them back to back: a padded tile
     assert l2("uint8", 12, 1000, True) == "none"         # pixels of 12 channels back to back
