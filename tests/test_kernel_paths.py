@@ -754,18 +754,27 @@ def test_streaming_gather_into_fresh_and_reused_outputs(dtype, streaming, thread
 
 
 def test_streaming_limit_applies_to_plans_made_afterwards():
+    # Contiguous copies stream from the limit, transposes from 3/8 of it.
     sizes = [1, 64, 4, 64]
+    nbytes = 64 * 4 * 64 * 4
     src_desc, dst_desc = _layout_pair("float32", sizes, True)
+    packed = ds.BufferTensorDesc("float32", sizes).effective_strides
 
-    def streams():
-        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 32)
+    def streams(transpose=True):
+        dst = dst_desc.effective_strides if transpose else packed
+        plan = _engine.Plan(sizes, packed, dst, 32)
+        assert plan.describe()["mode"] == ("tile" if transpose else "memcpy")
         return plan.describe()["stream"]
 
-    assert not streams()
-    old = _engine._set_stream_min_total(64 * 4 * 64 * 4)
+    assert not streams() and not streams(False)
+    old = _engine._set_stream_min_total(nbytes)
     try:
+        assert streams() and streams(False)
+        _engine._set_stream_min_total(nbytes + 1)
+        assert streams() and not streams(False)
+        _engine._set_stream_min_total(nbytes * 8 // 3)      # 3/8 of it: nbytes - 1
         assert streams()
-        _engine._set_stream_min_total(64 * 4 * 64 * 4 + 1)
+        _engine._set_stream_min_total(nbytes * 8 // 3 + 8)  # 3/8 of it: nbytes + 2
         assert not streams()
         with pytest.raises(ValueError):
             _engine._set_stream_min_total(-1)
