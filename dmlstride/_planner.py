@@ -76,11 +76,14 @@ SEGMENT_ELEMS = 1 << 16
 #: L2/L3 sizes) use streaming (non-temporal) stores, transposes from a share
 #: of it (transpose_stream_min); changed by ``_engine._set_stream_min_total``.
 stream_min_total = 1 << 25
-#: Blocked transposes of at least this many bytes (source and destination
-#: together past a 32 MiB L3) may go through L2 (block_l2_mode), with
-#: ordinary stores below stream_min_total: unnamed 6-D uint16 permutations
-#: of 17-21 MB went from 0.44-0.58 to 0.54-0.68 of the memcpy limit.
-BLOCK_L2_MIN_TOTAL = 1 << 24
+#: Blocked transposes of at least this many bytes (past the two cores' L2
+#: caches together) may go through L2 (block_l2_mode), with ordinary stores
+#: below transpose_stream_min: unnamed 6-D uint16 permutations of 17-21 MB
+#: went from 0.44-0.58 to 0.54-0.68 of the memcpy limit, and from 2 MiB
+#: rather than 16, 5-D and 6-D permutations of 2-10 MB from 0.43 to 0.50
+#: (geometric mean of 10; uint8, int16, float32, uint32, float64).  From
+#: 1 MiB, a 1.4 MB float64 one ran at 0.7x.
+BLOCK_L2_MIN_TOTAL = 1 << 21
 
 
 #: Transposes (tile and block plans) stream from this many eighths of

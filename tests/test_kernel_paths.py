@@ -508,7 +508,9 @@ def test_block_cases_at_every_instruction_set_level(level):
         _engine._select_isa(3)
 
 
-def test_block_split_keeps_both_runs_long():
+def test_block_split_keeps_both_runs_long(monkeypatch):
+    # (A block that fits the caches: 3.4 MB would go through L2 otherwise.)
+    monkeypatch.setattr(_planner, "BLOCK_L2_MIN_TOTAL", 1 << 30)
     sizes = (2, 3, 11, 19, 17, 40)
     strides = _elem_strides("float32", sizes, (4, 1, 5, 0, 3, 2))
     packed = list(ds.BufferTensorDesc("float32", sizes).effective_strides)
