@@ -20,7 +20,8 @@ the decision against the C limits, stores it in the structs of
   other 4-bit layouts take the element-wise ``nibble`` path.
 
 Work is a flat range of tasks (outer index x segment of the innermost
-dimension) that threads split into disjoint destination slabs.
+dimension, x piece of k for a transpose cut in uneven pieces) that threads
+split into disjoint destination slabs.
 
 All strides here are in bytes (in nibbles on a 4-bit side).
 """
@@ -453,7 +454,7 @@ MIN_TILE_PIECE = 64
 
 
 def split_tile_rows(plan: KernelPlan) -> bool:
-    """Cut a transpose's k rows into a outer pieces of b (k = a * b), when it has too few tasks.
+    """Cut a transpose's k rows into pieces, when it has too few tasks.
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
     MIN_TILE_ROWS rows.  When k has no such divisor, the rows of j are cut into shorter
