@@ -453,6 +453,11 @@ MIN_TILE_ROWS = 256
 MIN_TILE_PIECE = 64
 
 
+def task_k(plan: KernelPlan) -> int:
+    """Values of k (the transposed dimension) one task copies at most (1 without one)."""
+    return plan.tile_piece or (plan.tile[0] if plan.tile is not None else 1)
+
+
 def split_tile_rows(plan: KernelPlan) -> bool:
     """Cut a transpose's k rows into pieces, when it has too few tasks.
 
@@ -531,8 +536,8 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     """
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
-    k, kss, kds = plan.tile
-    k = plan.tile_piece or k
+    _, kss, kds = plan.tile
+    k = task_k(plan)
     w = plan.width
     # (Short rows back to back go out as one run: in whole micro-blocks up to
     # 1 KiB; through a tile of whole micro-blocks up to 512 bytes otherwise,
@@ -549,7 +554,7 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     through L2, destination runs of at least L2_TILE_RUN bytes; none longer
     than ``longest`` values when it is given."""
     inner_n = plan.inner[0]
-    k = plan.tile_piece or (plan.tile[0] if plan.tile is not None else 1)
+    k = task_k(plan)
     if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
         plan.segment_len = inner_n
     else:
@@ -708,7 +713,7 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if m.block is not None:
         return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
     assert m.tile is not None
-    return block_chunks(m.width, m.segment_len, m.tile_piece or m.tile[0])
+    return block_chunks(m.width, m.segment_len, task_k(m))
 
 
 def describe(plan: CopyPlan) -> dict:

@@ -143,20 +143,25 @@ static inline void copy_short(char *d, const char *s, int64_t n) {
     }
 }
 
+/* Elements [*j0, *j1) of segment seg of a row whose boundaries move back
+   by shift (segment_shift). */
+static inline void segment_range(const dmls_plan *p, int64_t seg, int64_t shift, int64_t *j0, int64_t *j1) {
+    *j0 = seg == 0 ? 0 : seg * p->segment_len - shift;
+    *j1 = seg + 1 == p->segments ? p->inner_size : (seg + 1) * p->segment_len - shift;
+}
+
 /* Tasks t0..t1 of a transpose cut into pieces of k (tile_pieces): task t
    is piece t % tile_pieces of segment t / tile_pieces. */
 static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     dmls_plan q = *p;
-    int64_t idx[DMLS_MAX_DIMS], so, do_, t, u, seg, k0, j0, j1, shift;
+    int64_t idx[DMLS_MAX_DIMS], so, do_, t, u, seg, k0, j0, j1;
     for (t = t0; t < t1; t++) {
         u = t / p->tile_pieces;
         seg = u % p->segments;
         k0 = t % p->tile_pieces * p->tile_piece;
         q.tile_size = p->tile_size - k0 < p->tile_piece ? p->tile_size - k0 : p->tile_piece;
         outer_offsets(p, u / p->segments, idx, &so, &do_);
-        shift = segment_shift(p, d, do_);
-        j0 = seg == 0 ? 0 : seg * p->segment_len - shift;
-        j1 = seg + 1 == p->segments ? p->inner_size : (seg + 1) * p->segment_len - shift;
+        segment_range(p, seg, segment_shift(p, d, do_), &j0, &j1);
         row(&q, s + k0 * p->tile_src_stride, d + k0 * p->tile_dst_stride, so, do_, j0, j1, scratch);
     }
     if (p->stream) dmls_isa.store_fence();
@@ -203,8 +208,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     seg = t0 % p->segments;
     shift = segment_shift(p, d, do_);
     for (t = t0; t < t1; t++) {
-        j0 = seg == 0 ? 0 : seg * p->segment_len - shift;
-        j1 = seg + 1 == p->segments ? p->inner_size : (seg + 1) * p->segment_len - shift;
+        segment_range(p, seg, shift, &j0, &j1);
         row(p, s, d, so, do_, j0, j1, scratch);
         if (++seg == p->segments) {
             seg = 0;
