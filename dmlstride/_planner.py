@@ -475,14 +475,17 @@ def split_tile_rows(plan: KernelPlan) -> bool:
     k, kss, kds = plan.tile
     need = -(-MIN_TILE_TASKS // max(plan.tasks, 1))
 
-    def cut_in(a: int) -> bool:
+    def cut_in(a: int) -> None:
         plan.outer.append((a, k // a * kss, k // a * kds))
         plan.tile = (k // a, kss, kds)
-        return True
 
     def cut(least: int) -> bool:
         # the smallest a >= need that divides k
-        return any(k % a == 0 and cut_in(a) for a in range(need, k // least + 1))
+        for a in range(need, k // least + 1):
+            if k % a == 0:
+                cut_in(a)
+                return True
+        return False
 
     if cut(MIN_TILE_ROWS):
         return True
@@ -505,7 +508,8 @@ def split_tile_rows(plan: KernelPlan) -> bool:
     if a < 2:
         return False
     if k % a == 0:   # fewer than MIN_TILE_TASKS equal pieces (k = 14 * 258, say)
-        return cut_in(a)
+        cut_in(a)
+        return True
     plan.tile_piece = -(-k // a)
     plan.tile_pieces = -(-k // plan.tile_piece)
     return True
