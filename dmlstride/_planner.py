@@ -77,14 +77,22 @@ SEGMENT_ELEMS = 1 << 16
 #: L2/L3 sizes) use streaming (non-temporal) stores, transposes from a share
 #: of it (transpose_stream_min); changed by ``_engine._set_stream_min_total``.
 stream_min_total = 1 << 25
-#: Blocked transposes of at least this many bytes (past the two cores' L2
-#: caches together) may go through L2 (block_l2_mode), with ordinary stores
-#: below transpose_stream_min: unnamed 6-D uint16 permutations of 17-21 MB
-#: went from 0.44-0.58 to 0.54-0.68 of the memcpy limit, and from 2 MiB
-#: rather than 16, 5-D and 6-D permutations of 2-10 MB from 0.43 to 0.50
-#: (geometric mean of 10; uint8, int16, float32, uint32, float64).  From
-#: 1 MiB, a 1.4 MB float64 one ran at 0.7x.
-BLOCK_L2_MIN_TOTAL = 1 << 21
+#: Blocked transposes of at least this many bytes may take both groups as
+#: long as the tables allow (a "big" block, see plan_block), where
+#: dimensions that do not split (11, 17, 19) would leave one side's runs
+#: short: 5-D and 6-D permutations of 2-10 MB went from 0.43 to 0.50 of the
+#: memcpy limit (geometric mean of 10; uint8, int16, float32, uint32,
+#: float64).  From 1 MiB, a 1.4 MB float64 one ran at 0.7x.
+BLOCK_BIG_MIN_TOTAL = 1 << 21
+#: Blocked transposes of at least this many bytes (source and destination
+#: together past half the 32 MiB L3) may go through L2 (block_l2_mode), with
+#: ordinary stores below transpose_stream_min: unnamed 6-D uint16
+#: permutations of 17-21 MB went from 0.44-0.58 to 0.54-0.68 of the memcpy
+#: limit.  Below it the block is transposed in place, its reads and writes
+#: hitting L3: 5-D and 6-D permutations of 2.6-12.3 MB (uint8 to float64)
+#: ran 1.13x faster than through L2 (geometric mean of 18, none slower;
+#: float64 6-D ones of 3.2 MB 1.3-1.4x).
+BLOCK_L2_MIN_TOTAL = 1 << 24
 
 
 #: Transposes (tile and block plans) stream from this many eighths of
@@ -106,6 +114,12 @@ def block_l2_min_total() -> int:
     """Copies of at least this many bytes may take a block through L2 (the
     streaming threshold when that is lower, as tests set it)."""
     return min(stream_min_total, BLOCK_L2_MIN_TOTAL)
+
+
+def block_big_min_total() -> int:
+    """Copies of at least this many bytes may take a big block (the
+    streaming threshold when that is lower, as tests set it)."""
+    return min(stream_min_total, BLOCK_BIG_MIN_TOTAL)
 
 Dim = tuple[int, int, int]   # (size, source stride, destination stride)
 
@@ -286,7 +300,8 @@ def block_chunks(width: int, jtot: int, ktot: int) -> tuple[int, int]:
     return j, k
 
 
-def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int) -> int:
+def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int,
+                  min_total: int | None = None) -> int:
     """How a block of a copy larger than the caches goes through L2.
 
     A block tile reads one line from each of dozens of source rows and
@@ -299,17 +314,20 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
     its rows one after another (with streaming stores from the streaming
     threshold) gains more (2: both).
     Short destination rows (a few lines, most of them partly written) gain
-    nothing from either.
+    nothing from either.  Copies under ``min_total`` bytes (by default
+    block_l2_min_total()) take neither: 0.
     """
     jc, kc = block_chunks(width, jtot, ktot)
     srun, drun = kc * width, jc * width
-    if dst_bytes < block_l2_min_total() or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN:
+    if min_total is None:
+        min_total = block_l2_min_total()
+    if dst_bytes < min_total or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN:
         return 0
     whole_lines = drun % 64 == 0 and all(b % 64 == 0 for _, _, b in kgroup)
     return 2 if drun >= BLOCK_L2_DEST_RUN or whole_lines else 1
 
 
-def _run_cost(width: int, jtot: int, ktot: int, l2: int) -> float:
+def _run_cost(width: int, jtot: int, ktot: int, l2: int | bool) -> float:
     """Relative cost of a block's memory runs: each side's run in bytes
     (the L2 chunk's, through L2) costs the inverse of its length."""
     j, k = block_chunks(width, jtot, ktot) if l2 else (jtot, ktot)
@@ -343,11 +361,15 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
     if best is None:
         return None
     total = math.prod(n for n, _, _ in merged) * width
-    if total >= block_l2_min_total():
-        # Through L2 a block is copied in chunks of k, so it need not fit
-        # there whole: with both groups as long as the tables allow, both
-        # sides' runs can be long where dimensions that do not split (11,
-        # 17, 19) would leave one of them short.
+    if total >= block_big_min_total():
+        # A block need not fit L1 or L2 whole (the kernel tiles it, and
+        # through L2 it is copied in chunks of k): with both groups as long
+        # as the tables allow, both sides' runs can be long where dimensions
+        # that do not split (11, 17, 19) would leave one of them short.  A
+        # big block must have the runs the L2 path wants for both sides,
+        # taken whole below block_l2_min_total (transposed in place) and in
+        # L2 chunks from it.
+        staged = total >= block_l2_min_total()
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
                                               block_l2_mode(best[3], best[1], width, best[0], total))
         big = None
@@ -355,9 +377,9 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
             rest = list(dims)
             kgroup, ktot = take_group(rest, 1, width, klimit, None)
             jgroup, jtot = take_group(rest, 2, width, BLOCK_GROUP, inner)
-            if ktot < 8 or jtot < 8 or block_l2_mode(jtot, ktot, width, kgroup, total) != 2:
+            if ktot < 8 or jtot < 8 or block_l2_mode(jtot, ktot, width, kgroup, total, min_total=0) != 2:
                 continue
-            cost = _run_cost(width, jtot, ktot, 2)
+            cost = _run_cost(width, jtot, ktot, staged)
             if cost < limit and (big is None or cost < big[0]):
                 big = (cost, (kgroup, ktot, jgroup, jtot, rest))
         if big is not None:

@@ -509,8 +509,8 @@ def test_block_cases_at_every_instruction_set_level(level):
 
 
 def test_block_split_keeps_both_runs_long(monkeypatch):
-    # (A block that fits the caches: 3.4 MB would go through L2 otherwise.)
-    monkeypatch.setattr(_planner, "BLOCK_L2_MIN_TOTAL", 1 << 30)
+    # (A block that fits the caches: 3.4 MB would take a big block otherwise.)
+    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 1 << 30)
     sizes = (2, 3, 11, 19, 17, 40)
     strides = _elem_strides("float32", sizes, (4, 1, 5, 0, 3, 2))
     packed = list(ds.BufferTensorDesc("float32", sizes).effective_strides)
@@ -855,6 +855,62 @@ def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
 def test_block_transpose_through_l2_without_streaming(dtype, name, sizes, spec, gather_block, scatter_block,
                                                       l2_without_streaming, threads):
     _check_block_case_copies(dtype, name, sizes, spec, 16)
+
+
+@pytest.fixture
+def big_blocks_in_place(monkeypatch):
+    # From a few MiB, blocks take both groups as long as the tables allow;
+    # below the L2 size they are transposed in place.  Let every block case
+    # take a big block that way.  Plans made before are dropped.
+    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 0)
+    monkeypatch.setattr(transfer, "_plans", {})
+    yield
+
+
+def _block_elems():
+    """Elements per block of every block plan among the block cases."""
+    return [plan["inner"][0] * math.prod(n for n, _ in plan["block"]["k"]) if plan["mode"] == "block" else 0
+            for _, _, gather_plan, scatter_plan in _block_case_plans() for plan in (gather_plan, scatter_plan)]
+
+
+def test_block_cases_take_big_blocks_in_place(monkeypatch):
+    # Big blocks are never smaller, some are larger, and none goes through L2.
+    small = _block_elems()
+    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 0)
+    big = _block_elems()
+    assert all(b >= a for a, b in zip(small, big)) and any(b > a for a, b in zip(small, big))
+    assert all(plan["l2"] == "none" for _, _, gather_plan, scatter_plan in _block_case_plans()
+               for plan in (gather_plan, scatter_plan))
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
+                         ids=[c[0] for c in BLOCK_CASES])
+def test_big_blocks_in_place_copy_exactly(dtype, name, sizes, spec, gather_block, scatter_block,
+                                          big_blocks_in_place, threads):
+    _check_block_case_copies(dtype, name, sizes, spec, 16)
+
+
+def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
+    # 6.4 MB of uint8 in a scrambled 5-D order, at the default limits: big
+    # enough for a big block (dimensions 17, 29, 31 and 23 do not split, so
+    # a block within one L2 would leave one side 29 or 31 long), small
+    # enough for source and destination to stay in L3: no L2 buffers.
+    sizes, order = (23, 19, 29, 31, 17), (4, 1, 3, 0, 2)
+    values = np.random.default_rng(7).integers(0, 256, sizes, dtype=np.uint8)
+    view = values.transpose(order)
+    desc = ds.BufferTensorDesc("uint8", list(view.shape), list(view.strides))
+    packed = ds.BufferTensorDesc("uint8", desc.sizes).effective_strides
+    for plan in (_engine.Plan(desc.sizes, desc.effective_strides, packed, 8).describe(),
+                 _engine.Plan(desc.sizes, packed, desc.effective_strides, 8).describe()):
+        assert plan["mode"] == "block" and plan["l2"] == "none"
+        assert min(plan["inner"][0], math.prod(n for n, _ in plan["block"]["k"])) > 256
+    buffer = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)   # rounded up to 4 bytes
+    buffer[:values.size] = values.reshape(-1)
+    np.testing.assert_array_equal(ds.gather(buffer, desc), view)
+    back = np.ones_like(buffer)
+    ds.scatter(np.ascontiguousarray(view), desc, back)
+    np.testing.assert_array_equal(back[:values.size], values.reshape(-1))
 
 
 def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
