@@ -690,6 +690,29 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("float32", 64, 1000, True) == "none"       # rows back to back, 256 bytes
 
 
+def test_transposes_below_the_copy_streaming_size_stream_without_l2(threads):
+    # Between the transposes' streaming size (3/8 of the limit) and the limit
+    # itself, a transpose with rows off lines streams from the cached tile;
+    # from the limit on it goes through L2.  A 1000 x 301 float32 column-major
+    # to row-major copy is 1.2 MB.
+    src_desc = ds.BufferTensorDesc.from_layout("float32", [1000, 301], "WH")
+    dst_desc = ds.BufferTensorDesc("float32", [1000, 301])
+    nbytes = 1000 * 301 * 4
+    values = _random_buffer(src_desc.total_tensor_size_in_bytes, 5)
+    expect = np.frombuffer(values, np.float32).reshape(301, 1000).T
+    old = _engine._set_stream_min_total(2 * nbytes)
+    try:
+        for limit, l2 in ((2 * nbytes, "none"), (nbytes, "both")):
+            _engine._set_stream_min_total(limit)
+            plan = _engine.Plan(dst_desc.sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                                32).describe()
+            assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == l2
+            out = ds.gather(values, src_desc)
+            assert out.tobytes() == expect.tobytes()
+    finally:
+        _engine._set_stream_min_total(old)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("shape", [(300, 1001), (1001, 519), (2003, 519)], ids=str)
 @pytest.mark.parametrize("dst_offset", [0, 16, 4])
