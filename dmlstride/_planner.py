@@ -90,8 +90,9 @@ BLOCK_BIG_MIN_TOTAL = 1 << 21
 #: permutations of 17-21 MB went from 0.44-0.58 to 0.54-0.68 of the memcpy
 #: limit.  Below it the block is transposed in place, its reads and writes
 #: hitting L3: 5-D and 6-D permutations of 2.6-12.3 MB (uint8 to float64)
-#: ran 1.13x faster than through L2 (geometric mean of 18, none slower;
-#: float64 6-D ones of 3.2 MB 1.3-1.4x).
+#: ran 1.15x faster than through L2 (geometric mean of 12 gathers and
+#: scatters, 0.41 -> 0.47 of the memcpy limit; four even, none slower;
+#: uint8 5-D of 6.4 MB 0.27 -> 0.40, float64 6-D of 3.2 MB 0.49 -> 0.64).
 BLOCK_L2_MIN_TOTAL = 1 << 24
 
 
@@ -548,10 +549,11 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h): only from
     stream_min_total bytes, where source and destination together are
     twice the L3.  Below that the cached tile with streaming stores ran
-    1.13x faster (geometric mean of 16 gathers and scatters of 14-23 MB:
-    2047 x 3001 float32 0.55 -> 0.67 of the memcpy limit, 40 float32
-    channels of 171 x 173 pixels 0.66 -> 0.80; about even at 35-40 MB,
-    slower from 57 MB).
+    1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
+    0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
+    pixels 0.68 -> 0.86, 40 float16 channels 0.47 -> 0.60; three rows
+    slower, 2047 x 3001 float32 scattered 0.51 -> 0.42); about even at
+    35-40 MB, slower from 57 MB.
 
     Destination rows that are neither line-aligned nor back to back take
     ordinary stores on the tile path, each paying a read for ownership;
