@@ -20,7 +20,7 @@ one, the same thread count for every library):
 
 Every result is checked against numpy's before timing.  Timing is run.py's
 (``timing.py``): a sample is back-to-back calls lasting at least 10 ms, each
-contestant gives one sample per repeat, in turn, the starting one rotating;
+contestant gives one sample per repeat, in an order shuffled every repeat;
 the report gives the median time per call with the spread (min-max of the
 samples) and the ratio peer / dmlstride (above 1: dmlstride is faster).  With
 ``--single-calls`` a sample is one call instead, so each contestant finds the

@@ -15,7 +15,7 @@ limit is a memcpy of the same bytes at dmlstride's thread count, measured
 without dmlstride (``np.copyto`` of equal contiguous chunks on a persistent
 pool of Python threads).  For each case every implementation runs once and the
 bytes they produce are compared; then they are timed interleaved (every
-implementation once per repeat, the starting one rotating) and the median of
+implementation once per repeat, in an order shuffled every repeat) and the median of
 the repeats is quoted with its spread.  A second table times allocating
 gathers with dmlstride's output cache on and off against numpy's ``.copy()``.
 

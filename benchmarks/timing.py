@@ -1,10 +1,13 @@
 """The timing method both benchmark scripts share.
 
 A sample is ``number`` back-to-back calls (enough to last ``min_sample_ns``),
-timed together; every contestant gives one sample per repeat, in turn, the
-starting one rotating (A B C, B C A, C A B, ...) so that none always runs
-first or after the same neighbour; results are medians over the repeats with
-the interquartile range as the spread.  Back-to-back calls let each
+timed together; every contestant gives one sample per repeat, in an order
+shuffled afresh every repeat (from a fixed seed, so runs are repeatable), so
+that none always runs first or after the same neighbour; results are medians
+over the repeats with the interquartile range as the spread.  (A rotating
+order, A B C, B C A, C A B, keeps every contestant after the same neighbour
+but once: whichever followed the memcpy limit found its data pushed out of L3
+by it, and an A/A run of two identical contestants read 10-20% apart.)  Back-to-back calls let each
 contestant find its own buffers where its previous call left them (in cache
 when they fit), as a loop over batches does; every contestant is timed the
 same way.  Before each sample the caller sleeps for a millisecond, so that
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import statistics
 import time
 from typing import Any, Callable
@@ -24,6 +28,9 @@ from typing import Any, Callable
 
 SETTLE_S = 0.001
 """Pause before each sample: longer than any contestant's threads stay awake after a call."""
+
+ORDER_SEED = 20261124
+"""Seed of the order in which contestants take their samples."""
 
 
 def sample(fn: Callable[[], Any], number: int) -> float:
@@ -42,15 +49,15 @@ def calls_per_sample(fn: Callable[[], Any], min_sample_ns: int) -> int:
 
 def interleaved(fns: dict[Any, Callable[[], Any]], number: dict[Any, int], repeats: int,
                 before: Callable[[Any], None] | None = None) -> dict[Any, list[float]]:
-    """Time every callable once per repeat, in turn, the starting one rotating."""
+    """Time every callable once per repeat, in an order shuffled every repeat."""
     keys = list(fns)
     samples: dict[Any, list[float]] = {k: [] for k in keys}
+    order = random.Random(ORDER_SEED)
     gc.collect()
     gc.disable()
     try:
-        for i in range(repeats):
-            s = i % len(keys)
-            for key in keys[s:] + keys[:s]:
+        for _ in range(repeats):
+            for key in order.sample(keys, len(keys)):
                 if before is not None:
                     before(key)
                 time.sleep(SETTLE_S)

@@ -184,3 +184,25 @@ def test_threaded_memcpy_limit_copies_every_byte() -> None:
         print("ok")
     """)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_interleaved_timing_shuffles_the_order_every_repeat() -> None:
+    """Every contestant gives one sample per repeat, and none always follows the same neighbour."""
+    proc = _python("""
+        import timing
+
+        calls = []
+        fns = {k: (lambda k=k: calls.append(k)) for k in "ABCD"}
+        samples = timing.interleaved(fns, {k: 1 for k in fns}, 12)
+        assert all(len(v) == 12 for v in samples.values())
+        rounds = [calls[i:i + 4] for i in range(0, len(calls), 4)]
+        assert all(sorted(r) == list("ABCD") for r in rounds)
+        after = {k: {r[r.index(k) - 1] for r in rounds if r.index(k) > 0} for k in "ABCD"}
+        assert all(len(v) >= 2 for v in after.values()), after
+        again = []
+        fns = {k: (lambda k=k: again.append(k)) for k in "ABCD"}
+        timing.interleaved(fns, {k: 1 for k in fns}, 12)
+        assert again == calls  # a fixed seed: the same order on every run
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
