@@ -851,13 +851,18 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming):
     assert ("source", True) not in seen and ("both", False) not in seen
 
 
+def _lower_limit(monkeypatch, name):
+    """Set the planner's size limit ``name`` to 0 for a test; plans made before are dropped."""
+    monkeypatch.setattr(_planner, name, 0)
+    monkeypatch.setattr(transfer, "_plans", {})
+
+
 @pytest.fixture
 def l2_without_streaming(monkeypatch):
     # Blocks go through L2 from a lower size than the one streaming starts
     # at (source and destination together past the L3); let every block
-    # case go through L2 with ordinary stores.  Plans made before are dropped.
-    monkeypatch.setattr(_planner, "BLOCK_L2_MIN_TOTAL", 0)
-    monkeypatch.setattr(transfer, "_plans", {})
+    # case go through L2 with ordinary stores.
+    _lower_limit(monkeypatch, "BLOCK_L2_MIN_TOTAL")
     yield
 
 
@@ -873,22 +878,19 @@ def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
     assert not any(stream for _, stream in seen)
 
 
+# Every block case through L2 with ordinary stores (BLOCK_L2_MIN_TOTAL), and
+# as a big block transposed in place (BLOCK_BIG_MIN_TOTAL: from a few MiB,
+# blocks take both groups as long as the tables allow, and below the L2 size
+# they are transposed without the L2 buffers).
+@pytest.mark.parametrize("limit", ["BLOCK_L2_MIN_TOTAL", "BLOCK_BIG_MIN_TOTAL"],
+                         ids=["l2_without_streaming", "big_blocks_in_place"])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
                          ids=[c[0] for c in BLOCK_CASES])
-def test_block_transpose_through_l2_without_streaming(dtype, name, sizes, spec, gather_block, scatter_block,
-                                                      l2_without_streaming, threads):
+def test_block_transpose_at_lowered_limits(dtype, name, sizes, spec, gather_block, scatter_block, limit,
+                                           monkeypatch, threads):
+    _lower_limit(monkeypatch, limit)
     _check_block_case_copies(dtype, name, sizes, spec, 16)
-
-
-@pytest.fixture
-def big_blocks_in_place(monkeypatch):
-    # From a few MiB, blocks take both groups as long as the tables allow;
-    # below the L2 size they are transposed in place.  Let every block case
-    # take a big block that way.  Plans made before are dropped.
-    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 0)
-    monkeypatch.setattr(transfer, "_plans", {})
-    yield
 
 
 def _block_elems():
@@ -905,14 +907,6 @@ def test_block_cases_take_big_blocks_in_place(monkeypatch):
     assert all(b >= a for a, b in zip(small, big)) and any(b > a for a, b in zip(small, big))
     assert all(plan["l2"] == "none" for _, _, gather_plan, scatter_plan in _block_case_plans()
                for plan in (gather_plan, scatter_plan))
-
-
-@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
-                         ids=[c[0] for c in BLOCK_CASES])
-def test_big_blocks_in_place_copy_exactly(dtype, name, sizes, spec, gather_block, scatter_block,
-                                          big_blocks_in_place, threads):
-    _check_block_case_copies(dtype, name, sizes, spec, 16)
 
 
 def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
