@@ -7,10 +7,10 @@ that none always runs first or after the same neighbour; results are medians
 over the repeats with the interquartile range as the spread.  (A rotating
 order, A B C, B C A, C A B, keeps every contestant after the same neighbour
 but once: whichever followed the memcpy limit found its data pushed out of L3
-by it, and an A/A run of two identical contestants read 10-20% apart.)  Back-to-back calls let each
-contestant find its own buffers where its previous call left them (in cache
-when they fit), as a loop over batches does; every contestant is timed the
-same way.  Before each sample the caller sleeps for a millisecond, so that
+by it, and an A/A run of two identical contestants read 10-20% apart.)
+Back-to-back calls let each contestant find its own buffers where its
+previous call left them (in cache when they fit), as a loop over batches
+does; every contestant is timed the same way.  Before each sample the caller sleeps for a millisecond, so that
 no contestant's helper threads (dmlstride's workers watch for the next job
 for up to 50 microseconds after each one) are still running when the next
 contestant starts.

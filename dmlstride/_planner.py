@@ -367,9 +367,9 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
         # through L2 it is copied in chunks of k): with both groups as long
         # as the tables allow, both sides' runs can be long where dimensions
         # that do not split (11, 17, 19) would leave one of them short.  A
-        # big block must have the runs the L2 path wants for both sides,
-        # taken whole below block_l2_min_total (transposed in place) and in
-        # L2 chunks from it.
+        # big block must have, in L2 chunks, the runs the L2 path wants for
+        # both sides; its cost counts them whole below block_l2_min_total
+        # (transposed in place) and in chunks from it.
         staged = total >= block_l2_min_total()
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
                                               block_l2_mode(best[3], best[1], width, best[0], total))
@@ -494,13 +494,14 @@ def split_tile_rows(plan: KernelPlan) -> bool:
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
     MIN_TILE_ROWS rows, if it is at most MAX_TILE_CUT times the pieces needed (k = 283 x
-    397 would otherwise be cut in 283 pieces where 4 would do).  When k has no such divisor, the rows of j are cut into shorter
-    segments instead, down to 64 values; where they cannot be (rows of 64 values or
-    fewer, short rows back to back), pieces of at least MIN_TILE_PIECE rows will do (not
-    for short ragged rows back to back, whose kernel takes RAGGED_MIN_ROWS): equal ones
-    where a divisor of k gives them, else ``tile_pieces`` pieces of ``tile_piece`` rows,
-    the last one shorter, which the executor cuts itself (a prime k).  Returns whether k
-    was cut (the caller then plans the segments again).
+    397 would otherwise be cut in 283 pieces where 4 would do).  When k has no such
+    divisor, the rows of j are cut into shorter segments instead, down to 64 values; where
+    they cannot be (rows of 64 values or fewer, short rows back to back), pieces of at
+    least MIN_TILE_PIECE rows will do (not for short ragged rows back to back, whose
+    kernel takes RAGGED_MIN_ROWS): equal ones where a divisor of k gives them, else
+    ``tile_pieces`` pieces of ``tile_piece`` rows, the last one shorter, which the
+    executor cuts itself (a prime k).  Returns whether k was cut (the caller then plans
+    the segments again).
     """
     if plan.mode != "tile" or plan.tile is None or plan.tasks >= MIN_TILE_TASKS:
         return False

@@ -224,16 +224,15 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, thread
                                          ((1, 45, 251, 173), 16), ((1, 45, 14, 258), 14),
                                          ((1, 48, 7, 593), 16), ((1, 24, 41, 600), 20)], ids=str)
 def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, threads):
-    # A single image's channels are one short row, so its pixels (k) are cut
-    # into pieces of at least 256 that threads can share: the smallest piece
-    # count of 16 or more that divides them, if it is no more than 32 (41 x
-    # 600 pixels: 20 pieces of 1230), else pieces of at least 64 likewise,
-    # but not for channel counts that are no whole number of 16-byte
-    # micro-blocks (45: the kernel for those needs 256 rows); else 16 pieces,
-    # the last one shorter (257 x 257 pixels rather than 257 pieces of 257;
-    # 251 x 173 pixels of 45 or 48 channels, 7 x 593 of 48, a prime 16411 of
-    # 40), or fewer where no more fit (14 x 258 of 45: 14 pieces of 258).  More than 64 channels are cut into segments of 64
-    # as well (200 channels of a prime 16411 pixels: 4 segments x 4 pieces).
+    # A single image's channels are one short row, so its pixels (k) are cut into pieces of at
+    # least 256 that threads can share: the smallest piece count of 16 or more that divides
+    # them, if it is no more than 32 (41 x 600 pixels: 20 pieces of 1230), else pieces of at
+    # least 64 likewise, but not for channel counts that are no whole number of 16-byte
+    # micro-blocks (45: the kernel for those needs 256 rows); else 16 pieces, the last one
+    # shorter (257 x 257 pixels rather than 257 pieces of 257; 251 x 173 pixels of 45 or 48
+    # channels, 7 x 593 of 48, a prime 16411 of 40), or fewer where no more fit (14 x 258 of 45:
+    # 14 pieces of 258).  More than 64 channels are cut into segments of 64 as well (200
+    # channels of a prime 16411 pixels: 4 segments x 4 pieces).
     planar = ds.BufferTensorDesc(dtype, sizes)
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
