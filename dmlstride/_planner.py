@@ -33,16 +33,27 @@ from dataclasses import dataclass
 
 from ._limits import MAX_DIMENSION_COUNT as MAX_DIMS
 
-#: MODE block: at most this many elements in each of the J and K groups.
-BLOCK_GROUP = 1024
+#: MODE block: at most this many elements in each of the J and K groups (the
+#: room for their offset tables) ...
+BLOCK_GROUP = 2048
+#: ... and first at most this many: larger groups only where these leave no
+#: block (see plan_block), where a dimension that does not split (43, 113)
+#: would leave a small 2-D tile per task.  12 such permutations of 4.7-21 MB
+#: (int16, uint32, float32) went from 0.40 to 0.53 of the memcpy limit
+#: (geometric mean; a (113, 88, 12, 60) int16 gather 0.15 -> 0.56; two of
+#: the 12 slower, within the spread).  Taking larger groups everywhere also
+#: changed blocks that already fitted, some of them slower.
+BLOCK_GROUP_FIRST = 1024
 #: ... and in a block (J x K, sized for L2).
 BLOCK_ELEMS = 1 << 16
 #: MODE block through L2: bytes in each of the two buffers (the C side's
 #: DMLS_SCRATCH_BLOCK_BYTES); each keeps room at its end for a table of
-#: BLOCK_GROUP row offsets (the source buffer's rows, for the block kernel).
+#: BLOCK_L2_ROWS row offsets (the source buffer's rows, for the block
+#: kernel), the most values of j a chunk takes.
 BLOCK_L2_BYTES = 5 << 16
+BLOCK_L2_ROWS = 1024
 #: ... of which rows may take this many (the rest is that room).
-BLOCK_L2_ROOM = BLOCK_L2_BYTES - 8 * BLOCK_GROUP
+BLOCK_L2_ROOM = BLOCK_L2_BYTES - 8 * BLOCK_L2_ROWS
 #: ... and the run lengths (bytes) that make it pay: source rows at least
 #: this long are copied to L2 first (when the destination's are not tiny) ...
 BLOCK_L2_SOURCE_RUN = 256
@@ -281,16 +292,18 @@ def block_pitch(n: int) -> int:
 
 def block_chunks(width: int, jtot: int, ktot: int) -> tuple[int, int]:
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
-    side's dmls_block_chunks): the whole block when both buffers hold it;
+    side's dmls_block_chunks): the whole block when both buffers (and the
+    row table) hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
     whole lines as fit on the other; (0, 0) when not even 16 bytes do."""
     room, e = BLOCK_L2_ROOM, 64 // width
-    if jtot * block_pitch(ktot * width) <= room and ktot * block_pitch(jtot * width) <= room:
+    if (jtot <= BLOCK_L2_ROWS and jtot * block_pitch(ktot * width) <= room
+            and ktot * block_pitch(jtot * width) <= room):
         return jtot, ktot
     j, k = jtot, ktot
     if ktot * width <= BLOCK_L2_RUN:
         j = min(room // block_pitch(ktot * width), (room // ktot // 64 - 1) * e)
-        j = min(j - j % e, jtot)
+        j = min(j - j % e, BLOCK_L2_ROWS, jtot)
     else:
         if jtot * width > BLOCK_L2_RUN:
             j = BLOCK_L2_RUN // width
@@ -335,10 +348,11 @@ def _run_cost(width: int, jtot: int, ktot: int, l2: int | bool) -> float:
     return 1 / (k * width) + 1 / (j * width)
 
 
-def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
+def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:
     """A ``block`` plan if the layout has a source-contiguous group K and a
-    destination-contiguous group J that are both long enough and at least one
-    of them spans several dimensions (or a split one); else None."""
+    destination-contiguous group J of at most ``group`` elements each that are
+    both long enough and at least one of them spans several dimensions (or a
+    split one); else None."""
     dims = list(merged)
     inner = dims.pop()
     # J starts at the destination's unit-stride dimension (the innermost).
@@ -349,12 +363,12 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
     # may leave room for a longer J: keep the split whose shorter side is
     # longest (both sides' runs are what the copy streams).
     best = None
-    for klimit in (BLOCK_GROUP, 256, 64, 16):
+    for klimit in (group, 256, 64, 16):
         rest = list(dims)
         kgroup, ktot = take_group(rest, 1, width, klimit, None)
         if ktot < 8:
             break
-        jgroup, jtot = take_group(rest, 2, width, min(BLOCK_GROUP, BLOCK_ELEMS // ktot), inner)
+        jgroup, jtot = take_group(rest, 2, width, min(group, BLOCK_ELEMS // ktot), inner)
         if best is None or min(ktot, jtot) > min(best[1], best[3]):
             best = (kgroup, ktot, jgroup, jtot, rest)
         if jtot >= 64 // width:  # J already spans a destination line
@@ -374,10 +388,10 @@ def plan_block(merged: list[Dim], width: int) -> KernelPlan | None:
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
                                               block_l2_mode(best[3], best[1], width, best[0], total))
         big = None
-        for klimit in (BLOCK_GROUP, 256, 64, 16):
+        for klimit in (group, 256, 64, 16):
             rest = list(dims)
             kgroup, ktot = take_group(rest, 1, width, klimit, None)
-            jgroup, jtot = take_group(rest, 2, width, BLOCK_GROUP, inner)
+            jgroup, jtot = take_group(rest, 2, width, group, inner)
             if ktot < 8 or jtot < 8 or block_l2_mode(jtot, ktot, width, kgroup, total, min_total=0) != 2:
                 continue
             cost = _run_cost(width, jtot, ktot, staged)
@@ -435,7 +449,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     elif inner_ss == 0:
         mode = "fill"
     else:
-        block = plan_block(merged, width)
+        block = plan_block(merged, width) or plan_block(merged, width, BLOCK_GROUP)
         if block is not None:
             return block
         mode = "strided"

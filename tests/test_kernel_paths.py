@@ -930,6 +930,48 @@ def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
     np.testing.assert_array_equal(back[:values.size], values.reshape(-1))
 
 
+def test_block_cases_keep_groups_within_the_first_limit():
+    # Groups past BLOCK_GROUP_FIRST are only for layouts that would otherwise
+    # have no block: every block case keeps its groups within it.
+    for _, _, gather_plan, scatter_plan in _block_case_plans():
+        for plan in (gather_plan, scatter_plan):
+            if plan["mode"] == "block":
+                assert plan["inner"][0] <= _planner.BLOCK_GROUP_FIRST
+                assert math.prod(n for n, _ in plan["block"]["k"]) <= _planner.BLOCK_GROUP_FIRST
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads):
+    # (113, 5, 12, 60) in the order (1, 3, 0, 2): one side's contiguous run
+    # is 12 x 113 = 1356 values, and 113 is prime, so groups of at most 1024
+    # take 12 alone, and with the other side's single dimension (60, or part
+    # of it) that is a 2-D tile per task; groups of up to BLOCK_GROUP make a
+    # block.
+    sizes, order = (113, 5, 12, 60), (1, 3, 0, 2)
+    w = np.dtype(dtype).itemsize
+    values = np.random.default_rng(3).integers(0, 256, math.prod(sizes) * w, dtype=np.uint8)
+    values = values.view(dtype).reshape(sizes)
+    view = values.transpose(order)
+    desc = ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
+    packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
+    pairs = [(desc.effective_strides, packed), (packed, desc.effective_strides)]
+    for src, dst in pairs:
+        plan = _engine.Plan(desc.sizes, src, dst, 8 * w).describe()
+        assert plan["mode"] == "block"
+        groups = (plan["inner"][0], math.prod(n for n, _ in plan["block"]["k"]))
+        assert _planner.BLOCK_GROUP_FIRST < max(groups) <= _planner.BLOCK_GROUP
+    monkeypatch.setattr(_planner, "BLOCK_GROUP", _planner.BLOCK_GROUP_FIRST)
+    assert all(_engine.Plan(desc.sizes, src, dst, 8 * w).describe()["mode"] == "tile" for src, dst in pairs)
+    monkeypatch.undo()
+    buffer = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)
+    buffer[:values.nbytes] = values.reshape(-1).view(np.uint8)
+    got = ds.gather(buffer, desc)
+    np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(view).view(np.uint8))
+    back = np.zeros_like(buffer)
+    ds.scatter(np.ascontiguousarray(view), desc, back)
+    np.testing.assert_array_equal(back, buffer)
+
+
 def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
     # 17 MB of uint16 in a scrambled 6-D order, at the default limits: past
     # the size from which blocks go through L2, below the streaming one.

@@ -251,6 +251,12 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
     }
 }
 
+/* The kernel region holds both offset tables and, after them, block_tiles'
+   buffers (sst, dst, sr, dr) or dmls_transpose_plain's (16 rows of 192
+   bytes and 64 of 272). */
+typedef char dmls_block_tiles_fit[2 * DMLS_BLOCK_GROUP * 8 + DMLS_BJ * 80 + 64 * DMLS_BJ + 256 * DMLS_BPAD +
+                                  (DMLS_BJ + 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
+typedef char dmls_block_plain_fits[2 * DMLS_BLOCK_GROUP * 8 + 16 * 192 + 64 * 272 <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The arena's block buffers hold what the chunks need. */
 typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
 
@@ -301,8 +307,9 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
 }
 
 void dmls_block_tables(const dmls_plan *p, char *scratch) {
-    /* jgroup.elems, kgroup.elems <= DMLS_BLOCK_GROUP: 2 x 8 KiB of tables
-       at the start of scratch, the tiles' buffers after them. */
+    /* jgroup.elems, kgroup.elems <= DMLS_BLOCK_GROUP: 2 x 16 KiB of tables
+       at the start of scratch, the tiles' buffers after them
+       (dmls_block_tiles_fit). */
     group_offsets(&p->jgroup, (int64_t *)scratch);
     group_offsets(&p->kgroup, (int64_t *)scratch + DMLS_BLOCK_GROUP);
 }

@@ -18,8 +18,10 @@ enum {
     DMLS_MODE_BLOCK = 6        /* J x K blocks of multi-dimensional groups */
 };
 
-/* MODE_BLOCK: elements in each group (their offset tables live in scratch). */
-#define DMLS_BLOCK_GROUP 1024
+/* MODE_BLOCK: elements in each group (their offset tables live in scratch;
+   the planner takes groups of more than 1024 only where smaller ones leave
+   no block). */
+#define DMLS_BLOCK_GROUP 2048
 /* MODE_BLOCK and MODE_TILE in copies larger than the caches (plan
    field l2): a block's source rows are first copied, one after another, to
    a buffer in L2 (SOURCE), and with BOTH the block is transposed into a
@@ -35,13 +37,16 @@ static inline int64_t dmls_block_pitch(int64_t n) {
     return p % 4096 == 0 ? p + 64 : p;
 }
 /* Each L2 buffer holds DMLS_BLOCK_L2_BYTES: rows, then room for a table
-   of DMLS_BLOCK_GROUP row offsets (the source buffer's rows, for the
-   block kernel; both buffers keep the room, so chunks fit either). */
+   of DMLS_BLOCK_L2_ROWS row offsets (the source buffer's rows, for the
+   block kernel; both buffers keep the room, so chunks fit either).  A
+   chunk takes at most DMLS_BLOCK_L2_ROWS values of j. */
 #define DMLS_BLOCK_L2_BYTES ((int64_t)5 << 16)
-#define DMLS_BLOCK_TABLE ((int64_t)DMLS_BLOCK_GROUP * 8)
+#define DMLS_BLOCK_L2_ROWS 1024
+#define DMLS_BLOCK_TABLE ((int64_t)DMLS_BLOCK_L2_ROWS * 8)
 /* A jn x kn block of w-byte elements goes through L2 in chunks of *jc
    values of j by *kc values of k (returned in both; 0 when not even one
-   micro-block fits): the whole block when both buffers hold it; else runs
+   micro-block fits): the whole block when both buffers (and the row
+   table) hold it; else runs
    of about DMLS_BLOCK_L2_RUN bytes on the side that is longer, as many
    whole lines as fit on the other (every chunk's source rows of kc values
    and destination rows of jc must fit their buffer).  The planner
@@ -52,7 +57,8 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
     int64_t j = jn, k = kn;
     *jc = *kc = 0;
     if (jn < 1 || kn < 1) return;
-    if (jn * dmls_block_pitch(kn * w) <= room && kn * dmls_block_pitch(jn * w) <= room) {
+    if (jn <= DMLS_BLOCK_L2_ROWS && jn * dmls_block_pitch(kn * w) <= room &&
+            kn * dmls_block_pitch(jn * w) <= room) {
         *jc = jn;
         *kc = kn;
         return;
@@ -62,6 +68,7 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
         j = room / dmls_block_pitch(kn * w);
         if (j > (room / kn / 64 - 1) * e) j = (room / kn / 64 - 1) * e;
         j -= j % e;
+        if (j > DMLS_BLOCK_L2_ROWS) j = DMLS_BLOCK_L2_ROWS;
         if (j > jn) j = jn;
     } else {
         if (jn * w > DMLS_BLOCK_L2_RUN) j = DMLS_BLOCK_L2_RUN / w;

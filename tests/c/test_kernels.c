@@ -335,6 +335,29 @@ static void test_block_chunks(void) {
             }
 }
 
+/* ---- groups past the L2 buffers' row table (DMLS_BLOCK_L2_ROWS values of j):
+   J = (43, 47) = 2021 and K = (47, 43), the most a group holds (2048) less a
+   few, in place and through L2, whose chunks then take at most
+   DMLS_BLOCK_L2_ROWS values of j ---- */
+static void test_block_large_groups(void) {
+    int wi, l2;
+    for (wi = 0; wi < 4; wi++) {
+        const int W = widths[wi];
+        int64_t jc, kc;
+        dmls_block_chunks(W, 2021, 16, &jc, &kc);
+        CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc == 16, "block chunks W=%d: %lld x %lld", W,
+              (long long)jc, (long long)kc);
+        dmls_block_chunks(W, 2021, 2021, &jc, &kc);
+        CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc > 0, "block chunks W=%d: %lld x %lld", W,
+              (long long)jc, (long long)kc);
+        for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++) {
+            CHECK(block_case(W, 43, 47, 4, 4, 3 * W, 1, 0, 0, l2, 0),
+                  "large J W=%d l2=%d", W, l2);
+            CHECK(block_case(W, 5, 3, 47, 43, 0, 1, 0, 0, l2, 0), "large K W=%d l2=%d", W, l2);
+        }
+    }
+}
+
 /* ---- plain plans through the executor, 1 and 4 threads ---- */
 static void test_execute(void) {
     int wi, mode, threads;
@@ -428,6 +451,7 @@ int main(void) {
         test_nibbles();
         test_block();
         test_block_chunks();
+        test_block_large_groups();
         test_execute();
     }
     test_pool();
