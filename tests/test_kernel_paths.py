@@ -930,6 +930,65 @@ def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
     np.testing.assert_array_equal(back[:values.size], values.reshape(-1))
 
 
+# Permutations that swap two short dimensions: a transpose of a few hundred
+# bytes per task, copied element by element (execute.c, tiny_tiles) unless
+# most of it is whole register micro-blocks; 16 x 8 is all micro-blocks for
+# two-byte values and part of them for one-byte ones.
+TINY_TILE_CASES = [((3, 4, 5, 5, 13), (0, 1, 2, 4, 3)), ((2, 3, 4, 2, 15, 7), (3, 5, 1, 0, 2, 4)),
+                   ((3, 5, 4, 9, 33), (0, 2, 1, 4, 3)), ((4, 3, 16, 8), (0, 1, 3, 2)),
+                   ((3, 4, 5, 9), (0, 1, 3, 2))]
+
+
+def _tiny_tile_kinds(dtype):
+    """For each tiny tile case, gather and scatter: None when the plan is not
+    a tile of at most 512 bytes, else whether at most three quarters of it
+    are whole micro-blocks (the element-by-element path)."""
+    w = np.dtype(dtype).itemsize
+    n = 16 // w
+    kinds = []
+    for sizes, order in TINY_TILE_CASES:
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+        packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+        for src, dst in ((desc.effective_strides, packed), (packed, desc.effective_strides)):
+            plan = _engine.Plan(sizes, src, dst, 8 * w).describe()
+            if plan["mode"] != "tile" or plan["tile"][0] * plan["inner"][0] * w > 512:
+                kinds.append(None)
+                continue
+            kn, jn = plan["tile"][0], plan["inner"][0]
+            kinds.append((kn - kn % n) * (jn - jn % n) * 4 <= kn * jn * 3)
+    return kinds
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_tiny_tile_cases_reach_both_paths(dtype):
+    # Every width has tiles copied element by element; two-byte values also
+    # a tiny tile that stays with the micro-blocks.
+    kinds = _tiny_tile_kinds(dtype)
+    assert True in kinds
+    if dtype == "float16":
+        assert False in kinds
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("sizes,order", TINY_TILE_CASES, ids=[str(c[0]) for c in TINY_TILE_CASES])
+def test_transposes_of_tiny_tiles(sizes, order, dtype, threads):
+    w = np.dtype(dtype).itemsize
+    values = np.random.default_rng(5).integers(0, 256, math.prod(sizes) * w, dtype=np.uint8)
+    values = values.view(dtype).reshape(sizes)
+    view = values.transpose(order)
+    desc = ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
+    packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
+    buffer = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)
+    buffer[:values.nbytes] = values.reshape(-1).view(np.uint8)
+    out = np.full(view.shape, 0, dtype)
+    ds.gather(buffer, desc, out=out)
+    np.testing.assert_array_equal(out.view(np.uint8), np.ascontiguousarray(view).view(np.uint8))
+    back = np.full_like(buffer, 0xA5)
+    back[values.nbytes:] = 0
+    ds.scatter(np.ascontiguousarray(view), desc, back)
+    np.testing.assert_array_equal(back, buffer)
+
+
 def test_block_cases_keep_groups_within_the_first_limit():
     # Groups past BLOCK_GROUP_FIRST are only for layouts that would otherwise
     # have no block: every block case keeps its groups within it.

@@ -150,6 +150,48 @@ static void test_transpose(void) {
                 }
 }
 
+/* ---- batches of tiny tiles through the task runner (a permutation that swaps
+   two short dimensions): element by element unless mostly micro-blocks,
+   tasks run in two ranges ---- */
+static void test_tiny_tiles(void) {
+    static const int64_t shapes[][2] = {{5, 13}, {7, 15}, {33, 9}, {16, 8}, {3, 5}, {9, 5}, {64, 2}};
+    const int64_t B = 37;
+    int wi, si;
+    char *scratch = dmls_scratch();
+    for (wi = 0; wi < 4; wi++)
+        for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+            const int W = widths[wi];
+            const int64_t kn = shapes[si][0], jn = shapes[si][1];
+            const int64_t bs = kn * jn * W + 3 * W, bd = kn * jn * W + 5 * W;
+            int64_t n[3] = {B, kn, jn}, ss[3] = {bs, W, kn * W}, ds[3] = {bd, jn * W, W};
+            dmls_plan p;
+            bufs b;
+            bufs_new(&b, (size_t)(B * bs), (size_t)(B * bd));
+            memset(&p, 0, sizeof p);
+            p.mode = DMLS_MODE_TILE;
+            p.width = W;
+            p.outer_ndim = 1;
+            p.outer_size[0] = B;
+            p.outer_src_stride[0] = bs;
+            p.outer_dst_stride[0] = bd;
+            p.tile_size = kn;
+            p.tile_src_stride = W;
+            p.tile_dst_stride = jn * W;
+            p.inner_size = jn;
+            p.inner_src_stride = kn * W;
+            p.inner_dst_stride = W;
+            p.segments = 1;
+            p.segment_len = jn;
+            p.tasks = B;
+            dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 0, 10, scratch);
+            dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 10, B, scratch);
+            ref_copy(3, n, ss, ds, W, (char *)b.src, (char *)b.want);
+            CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "tiny tiles W=%d k=%lld j=%lld", W, (long long)kn,
+                  (long long)jn);
+            bufs_free(&b);
+        }
+}
+
 /* ---- element kernels: strided, fill, (de)interleave ---- */
 static void test_elements(void) {
     int wi, kn, off;
@@ -452,6 +494,7 @@ int main(void) {
         test_block();
         test_block_chunks();
         test_block_large_groups();
+        test_tiny_tiles();
         test_execute();
     }
     test_pool();
