@@ -972,15 +972,25 @@ def test_tiny_tile_cases_reach_both_paths(dtype):
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes,order", TINY_TILE_CASES, ids=[str(c[0]) for c in TINY_TILE_CASES])
 def test_transposes_of_tiny_tiles(sizes, order, dtype, threads):
+    _check_permuted_round_trip(dtype, sizes, order, seed=5)
+
+
+def _permuted(dtype, sizes, order, seed):
+    """Random values of ``sizes`` and a descriptor of them stored in ``order``."""
     w = np.dtype(dtype).itemsize
-    values = np.random.default_rng(5).integers(0, 256, math.prod(sizes) * w, dtype=np.uint8)
+    values = np.random.default_rng(seed).integers(0, 256, math.prod(sizes) * w, dtype=np.uint8)
     values = values.view(dtype).reshape(sizes)
     view = values.transpose(order)
-    desc = ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
-    packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
+    return values, view, ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
+
+
+def _check_permuted_round_trip(dtype, sizes, order, seed):
+    """Gather the permuted values into a preallocated array and scatter them
+    back into a buffer of other bytes, both against numpy."""
+    values, view, desc = _permuted(dtype, sizes, order, seed)
     buffer = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)
     buffer[:values.nbytes] = values.reshape(-1).view(np.uint8)
-    out = np.full(view.shape, 0, dtype)
+    out = np.zeros(view.shape, dtype)
     ds.gather(buffer, desc, out=out)
     np.testing.assert_array_equal(out.view(np.uint8), np.ascontiguousarray(view).view(np.uint8))
     back = np.full_like(buffer, 0xA5)
@@ -1008,10 +1018,7 @@ def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads)
     # block.
     sizes, order = (113, 5, 12, 60), (1, 3, 0, 2)
     w = np.dtype(dtype).itemsize
-    values = np.random.default_rng(3).integers(0, 256, math.prod(sizes) * w, dtype=np.uint8)
-    values = values.view(dtype).reshape(sizes)
-    view = values.transpose(order)
-    desc = ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
+    _, _, desc = _permuted(dtype, sizes, order, seed=3)
     packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
     pairs = [(desc.effective_strides, packed), (packed, desc.effective_strides)]
     for src, dst in pairs:
@@ -1022,13 +1029,7 @@ def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads)
     monkeypatch.setattr(_planner, "BLOCK_GROUP", _planner.BLOCK_GROUP_FIRST)
     assert all(_engine.Plan(desc.sizes, src, dst, 8 * w).describe()["mode"] == "tile" for src, dst in pairs)
     monkeypatch.undo()
-    buffer = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)
-    buffer[:values.nbytes] = values.reshape(-1).view(np.uint8)
-    got = ds.gather(buffer, desc)
-    np.testing.assert_array_equal(got.view(np.uint8), np.ascontiguousarray(view).view(np.uint8))
-    back = np.zeros_like(buffer)
-    ds.scatter(np.ascontiguousarray(view), desc, back)
-    np.testing.assert_array_equal(back, buffer)
+    _check_permuted_round_trip(dtype, sizes, order, seed=3)
 
 
 def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
