@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "elements.h"
 #include "isa.h"
 #include "scratch.h"
 #include "tile.h"
@@ -252,11 +253,13 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
 }
 
 /* The kernel region holds both offset tables and, after them, block_tiles'
-   buffers (sst, dst, sr, dr) or dmls_transpose_plain's (16 rows of 192
-   bytes and 64 of 272). */
-typedef char dmls_block_tiles_fit[2 * DMLS_BLOCK_GROUP * 8 + DMLS_BJ * 80 + 64 * DMLS_BJ + 256 * DMLS_BPAD +
+   buffers (sst, dst, sr, dr) or dmls_transpose_plain's: the SIMD
+   transpose's 21 KiB (isa.h) or the scalar tile's stage. */
+enum { DMLS_BLOCK_TABLES = 2 * DMLS_BLOCK_GROUP * 8 };
+typedef char dmls_block_tiles_fit[DMLS_BLOCK_TABLES + DMLS_BJ * 80 + 64 * DMLS_BJ + 256 * DMLS_BPAD +
                                   (DMLS_BJ + 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
-typedef char dmls_block_plain_fits[2 * DMLS_BLOCK_GROUP * 8 + 16 * 192 + 64 * 272 <= DMLS_SCRATCH_REGION ? 1 : -1];
+typedef char dmls_block_plain_fits[DMLS_BLOCK_TABLES + (21 << 10) <= DMLS_SCRATCH_REGION &&
+                                   DMLS_BLOCK_TABLES + DMLS_TILE_STAGE_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The arena's block buffers hold what the chunks need. */
 typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
 

@@ -179,8 +179,7 @@ static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, i
 #define DMLS_TINY_TILE_BYTES 512
 static inline int tiny_tiles(const dmls_plan *p) {
     const int64_t kn = p->tile_size, jn = p->inner_size, n = 16 / p->width;
-    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 ||
-            kn * jn * p->width > DMLS_TINY_TILE_BYTES)
+    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || kn * jn * p->width > DMLS_TINY_TILE_BYTES)
         return 0;
     return (kn - kn % n) * (jn - jn % n) * 4 <= kn * jn * 3;
 }
