@@ -933,7 +933,7 @@ def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
 # Permutations that swap two short dimensions: a transpose of a few hundred
 # bytes per task, copied element by element (execute.c, tiny_tiles) unless
 # most of it is whole register micro-blocks; 16 x 8 is all micro-blocks for
-# two-byte values and part of them for one-byte ones.
+# two- to eight-byte values and none for one-byte ones (16 x 16).
 TINY_TILE_CASES = [((3, 4, 5, 5, 13), (0, 1, 2, 4, 3)), ((2, 3, 4, 2, 15, 7), (3, 5, 1, 0, 2, 4)),
                    ((3, 5, 4, 9, 33), (0, 2, 1, 4, 3)), ((4, 3, 16, 8), (0, 1, 3, 2)),
                    ((3, 4, 5, 9), (0, 1, 3, 2))]
