@@ -204,29 +204,15 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         }
         return;
     }
-    if (p->mode == DMLS_MODE_STRIDED && p->segments == 1 && p->inner_size <= 16) {
-        /* Short strided rows likewise: the width chosen once, not per row. */
-        const int64_t n = p->inner_size, iss = p->inner_src_stride, ids = p->inner_dst_stride;
-#define DMLS_SHORT_ROWS(W_) do {                                                  \
-            for (t = t0; t < t1; t++) {                                           \
-                dmls_strided_##W_(s + so, d + do_, n, iss, ids);                  \
-                next_outer(p, idx, &so, &do_);                                    \
-            }                                                                     \
-        } while (0)
-        switch (p->width) {
-        case 1: DMLS_SHORT_ROWS(1); break;
-        case 2: DMLS_SHORT_ROWS(2); break;
-        case 4: DMLS_SHORT_ROWS(4); break;
-        default: DMLS_SHORT_ROWS(8); break;
-        }
-#undef DMLS_SHORT_ROWS
-        return;
-    }
-    if (tiny_tiles(p)) {
-        const int64_t kn = p->tile_size, kss = p->tile_src_stride, kds = p->tile_dst_stride;
+    if ((p->mode == DMLS_MODE_STRIDED && p->segments == 1 && p->inner_size <= 16) || tiny_tiles(p)) {
+        /* Short strided rows likewise, one a task, and tiny transposes
+           (tiny_tiles), tile_size such rows a task: the width chosen once,
+           not per row. */
+        const int64_t kn = p->mode == DMLS_MODE_TILE ? p->tile_size : 1;
+        const int64_t kss = p->tile_src_stride, kds = p->tile_dst_stride;
         const int64_t n = p->inner_size, iss = p->inner_src_stride, ids = p->inner_dst_stride;
         int64_t k;
-#define DMLS_TINY_TILES(W_) do {                                                  \
+#define DMLS_TASK_ROWS(W_) do {                                                   \
             for (t = t0; t < t1; t++) {                                           \
                 for (k = 0; k < kn; k++)                                          \
                     dmls_strided_##W_(s + so + k * kss, d + do_ + k * kds, n, iss, ids); \
@@ -234,12 +220,12 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             }                                                                     \
         } while (0)
         switch (p->width) {
-        case 1: DMLS_TINY_TILES(1); break;
-        case 2: DMLS_TINY_TILES(2); break;
-        case 4: DMLS_TINY_TILES(4); break;
-        default: DMLS_TINY_TILES(8); break;
+        case 1: DMLS_TASK_ROWS(1); break;
+        case 2: DMLS_TASK_ROWS(2); break;
+        case 4: DMLS_TASK_ROWS(4); break;
+        default: DMLS_TASK_ROWS(8); break;
         }
-#undef DMLS_TINY_TILES
+#undef DMLS_TASK_ROWS
         return;
     }
     seg = t0 % p->segments;
