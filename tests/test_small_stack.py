@@ -8,8 +8,6 @@ that must fail the test, not end the run), with 1 and 2 kernel threads, and
 its result is compared with numpy.
 """
 
-import os
-import sys
 import textwrap
 
 import pytest
@@ -207,48 +205,4 @@ def test_kernel_path_on_a_32_kib_stack(case, threads, tmp_path):
     script.write_text(PRELUDE + textwrap.dedent(CASES[case]) + "\nprint('ok')\n")
     result = run_python([str(script), str(threads)], tmp_path)
     assert result.returncode == 0, f"exit status {result.returncode}\n{result.stderr[-2000:]}"
-    assert result.stdout.strip() == "ok"
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS and /proc")
-@pytest.mark.skipif("ASAN_OPTIONS" in os.environ,
-                    reason="an address-space cap starves AddressSanitizer's own allocations")
-def test_no_memory_for_the_staging_buffers_raises_before_any_byte_moves(tmp_path):
-    # The first copy on a thread allocates its staging memory; with the
-    # address space capped just above what the process uses, that fails.
-    script = tmp_path / "oom.py"
-    script.write_text(textwrap.dedent("""
-        import re, resource
-        import numpy as np
-        import dmlstride as ds
-
-        d = ds.BufferTensorDesc("float32", [300, 1030], strides=[1, 300])
-        src = bytes(d.total_tensor_size_in_bytes)
-        out = np.full(d.sizes, 7, np.float32)
-        used = int(re.search(r"VmSize:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)) * 1024
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (used + 96 * 1024, hard))
-        hog = []                            # take what free heap is left, too
-        for size in (1 << 16, 1 << 12):
-            try:
-                while True:
-                    hog.append(bytearray(size))
-            except MemoryError:
-                pass
-        try:
-            ds.gather(src, d, out=out)
-        except MemoryError as exc:
-            error = str(exc)
-        else:
-            error = None
-        del hog
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-        assert error == "no memory for the copy's staging buffers", error
-        assert (out == 7).all()
-        ds.gather(src, d, out=out)          # with memory, the same call works
-        assert not out.any()
-        print("ok")
-    """))
-    result = run_python([str(script)], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "ok"
