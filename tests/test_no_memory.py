@@ -42,9 +42,17 @@ shim = ctypes.CDLL(os.environ["NO_SCRATCH_SHIM"])
 EVERY_THREAD, WORKERS_ONLY = 1, 2
 rng = np.random.default_rng(5)
 
-def armed(mode, call):
+def wait_for(condition, seconds=10.0):
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.005)
+    return condition()
+
+def armed(mode, call, settled=lambda: True):
     # The call's exception message (None when it returned) and the number of
-    # staging allocations refused meanwhile.
+    # staging allocations refused meanwhile; the refusals stay armed until
+    # settled() holds (a worker started by the call asks for its memory on
+    # its own time).
     before = shim.no_scratch_refused()
     shim.no_scratch_arm(mode)
     try:
@@ -54,14 +62,10 @@ def armed(mode, call):
     else:
         error = None
     finally:
+        assert wait_for(settled)
         shim.no_scratch_arm(0)
     return error, shim.no_scratch_refused() - before
 
-def wait_for(condition, seconds=10.0):
-    end = time.monotonic() + seconds
-    while not condition() and time.monotonic() < end:
-        time.sleep(0.005)
-    return condition()
 """
 
 
@@ -134,20 +138,21 @@ def test_a_worker_without_staging_memory_leaves_the_work_to_the_caller(shim, tmp
         conv = ds.BufferTensorDesc("float32", [256, 1024])
         wide = rng.standard_normal(conv.sizes).astype(np.float32)
         # No worker has run yet: the first one starts inside the armed call,
-        # finds no staging memory and leaves; the caller copies everything.
+        # finds no staging memory and leaves (the refusals stay armed until
+        # it has); the caller copies everything.
         assert _engine.pool_workers() == 0
         out = np.zeros(d.sizes, np.float32)
-        error, refused = armed(WORKERS_ONLY, lambda: ds.gather(src, d, out=out))
+        no_workers = lambda: _engine.pool_workers() == 0
+        error, refused = armed(WORKERS_ONLY, lambda: ds.gather(src, d, out=out), no_workers)
         assert error is None, error
         assert refused >= 1, refused
         assert np.array_equal(out, values)
-        assert wait_for(lambda: _engine.pool_workers() == 0), _engine.pool_workers()
         half = np.zeros(conv.sizes, np.float16)
-        error, refused = armed(WORKERS_ONLY, lambda: ds.gather(wide, conv, dtype="float16", out=half))
+        error, refused = armed(WORKERS_ONLY, lambda: ds.gather(wide, conv, dtype="float16", out=half),
+                               no_workers)
         assert error is None, error
         assert refused >= 1, refused
         assert np.array_equal(half, wide.astype(np.float16))
-        assert wait_for(lambda: _engine.pool_workers() == 0), _engine.pool_workers()
         # With memory, a worker starts, stays and shares the work.
         out[:] = 0
         ds.gather(src, d, out=out)
