@@ -624,6 +624,24 @@ def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, 
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("columns", [33, 45, 57])
+@pytest.mark.parametrize("rows", [1000, 2049])
+def test_streaming_gather_of_many_ragged_columns(dtype, columns, rows, streaming, threads):
+    # A column-major matrix of 33-57 columns (no whole number of 16-byte
+    # micro-blocks a row) gathered row-major with streaming stores: the
+    # kernel reads bands of every column and asks for the next band ahead;
+    # the last band is shorter, and the rows past the last whole group of
+    # micro-blocks take the ordinary path.  Against numpy.
+    desc = ds.BufferTensorDesc(dtype, [rows, columns], strides=[1, rows])
+    plan = _engine.Plan([rows, columns], desc.effective_strides, [columns, 1], desc.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, rows + columns)
+    out = np.full([rows, columns], 3, ds.numpy_dtype(dtype))
+    ds.gather(buf, desc, out=out)
+    assert out.tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])
 @pytest.mark.parametrize("c,hw", [(16, 40), (17, 1000), (64, 129), (64, 1000), (300, 40)])
 @pytest.mark.parametrize("dst_offset", [0, 16, 4, 1])
