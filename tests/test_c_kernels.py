@@ -8,13 +8,13 @@ other architectures).  Skipped only when no C compiler or no C sources are at
 hand (an installed wheel without the repository checkout).
 """
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ccompiler import c_compiler
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "dmlstride" / "src"
@@ -22,9 +22,7 @@ DRIVER = ROOT / "tests" / "c" / "test_kernels.c"
 
 
 def _compiler():
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        pytest.skip("no C compiler (cc, gcc or clang) on PATH")
+    cc = c_compiler()
     if not SRC.is_dir():
         pytest.skip(f"the C sources are not in this checkout ({SRC})")
     return cc

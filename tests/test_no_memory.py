@@ -14,7 +14,6 @@ AddressSanitizer (which must be the first library loaded).
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from ccompiler import c_compiler
 from subproc import run_python
 
 SHIM = Path(__file__).resolve().parent / "c" / "no_scratch.c"
@@ -71,9 +71,7 @@ def armed(mode, call, settled=lambda: True):
 
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory):
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        pytest.skip("no C compiler (cc, gcc or clang) on PATH")
+    cc = c_compiler()
     lib = tmp_path_factory.mktemp("shim") / "no_scratch.so"
     build = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
                             str(SHIM), "-o", str(lib), "-ldl"],
