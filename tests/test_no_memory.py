@@ -16,13 +16,12 @@ AddressSanitizer (which must be the first library loaded).
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from ccompiler import c_compiler
-from subproc import run_python
+from subproc import WAIT_FOR, run_script
 
 SHIM = Path(__file__).resolve().parent / "c" / "no_scratch.c"
 
@@ -32,8 +31,8 @@ pytestmark = [
                        reason="AddressSanitizer must be the first preloaded library"),
 ]
 
-PRELUDE = """
-import ctypes, os, sys, time
+PRELUDE = WAIT_FOR + """
+import ctypes, os, sys
 import numpy as np
 import dmlstride as ds
 from dmlstride import _engine
@@ -41,12 +40,6 @@ from dmlstride import _engine
 shim = ctypes.CDLL(os.environ["NO_SCRATCH_SHIM"])
 EVERY_THREAD, WORKERS_ONLY = 1, 2
 rng = np.random.default_rng(5)
-
-def wait_for(condition, seconds=10.0):
-    end = time.monotonic() + seconds
-    while not condition() and time.monotonic() < end:
-        time.sleep(0.005)
-    return condition()
 
 def armed(mode, call, settled=lambda: True):
     # The call's exception message (None when it returned) and the number of
@@ -81,11 +74,8 @@ def shim(tmp_path_factory):
 
 
 def run_case(body, shim, tmp_path):
-    script = tmp_path / "case.py"
-    script.write_text(PRELUDE + textwrap.dedent(body) + "\nprint('ok')\n")
-    result = run_python([str(script)], tmp_path, LD_PRELOAD=str(shim), NO_SCRATCH_SHIM=str(shim))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == "ok"
+    printed = run_script(PRELUDE, body, tmp_path, LD_PRELOAD=str(shim), NO_SCRATCH_SHIM=str(shim))
+    assert printed == ""
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -8,16 +8,15 @@ the pool starts empty.
 """
 
 import os
-import textwrap
 
 import pytest
 
 from dmlstride import _engine
-from subproc import run_python
+from subproc import WAIT_FOR, run_script
 
 pytestmark = pytest.mark.skipif(not _engine.have_threads(), reason="built without threads")
 
-PRELUDE = """
+PRELUDE = WAIT_FOR + """
 import os, statistics, time
 import numpy as np
 import dmlstride as ds
@@ -39,23 +38,11 @@ def per_call_us(calls=400):
 
 def os_threads():
     return len(os.listdir("/proc/self/task"))
-
-
-def wait_for(cond, seconds=20.0):
-    end = time.monotonic() + seconds
-    while not cond() and time.monotonic() < end:
-        time.sleep(0.01)
-    return cond()
 """
 
 
 def _run(body, tmp_path):
-    script = tmp_path / "case.py"
-    script.write_text(PRELUDE + textwrap.dedent(body) + "\nprint('ok')\n")
-    result = run_python([str(script)], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().endswith("ok")
-    return result.stdout
+    return run_script(PRELUDE, body, tmp_path)
 
 
 def test_surplus_workers_exit_when_the_count_is_lowered(tmp_path):
