@@ -124,6 +124,35 @@ def test_transpose_source_rows_a_multiple_of_1kib_apart(dtype, row_bytes, j, thr
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int16"])
+@pytest.mark.parametrize("row_bytes", [1001, 1023, 1025, 2049, 2060, 4097, 4098, 4120, 6666])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
+    # One- and two-byte values in a copy small enough not to stream: with
+    # AVX2 their source rows, off a line boundary, are read in place, unless
+    # the rows crowd L1's sets (each row, or every other one, within a few
+    # bytes of 4 KiB on), which are staged.  Both ways, gather and scatter
+    # (with guard bytes past the end), ragged in both directions, against
+    # numpy.
+    w = np.dtype(dtype).itemsize
+    k, j = -(-row_bytes // w), 141
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    chosen = _engine._select_isa(level)
+    try:
+        assert chosen == level
+        buf = _random_buffer(desc.total_tensor_size_in_bytes, row_bytes)
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+        values = np.ascontiguousarray(_numpy_gather(buf, desc).T)
+        back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
+        out = _random_buffer(back.total_tensor_size_in_bytes + 64, k)
+        expect = out.copy()
+        np.ndarray([j, k], values.dtype, buffer=expect, strides=[w, j * w])[...] = values
+        ds.scatter(values, back, out)
+        assert out.tobytes() == expect.tobytes()
+    finally:
+        _engine._select_isa(3)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64])
 def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):

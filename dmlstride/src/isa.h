@@ -36,9 +36,11 @@ typedef struct {
     int level;   /* DMLS_ISA_* in use */
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
        stride sj; destination j contiguous, rows k at stride dk.  Covers rows
-       k < *kdone and columns j < *jdone; scratch: 21 KiB. */
+       k < *kdone and columns j < *jdone; scratch: 21 KiB.  cached: the
+       source is expected in cache (the copy does not stream), which lets
+       some blocks read it in place rather than through a staged tile. */
     void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                      int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
+                      int64_t kn, int64_t jn, int cached, int64_t *kdone, int64_t *jdone, char *scratch);
     /* The same with streaming stores, destination rows line-aligned (d and
        dk multiples of 64, jn a multiple of 64 / W); covers rows k < *kdone
        and all jn.  scratch: 37 KiB. */

@@ -11,9 +11,10 @@ void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t k
 }
 
 void dmls_transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn, int64_t jn,
-                            char *scratch) {
+                          int cached, char *scratch) {
     int64_t kdone = 0, jb = 0;
-    if (dmls_isa.level >= DMLS_ISA_SSE2) dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
+    if (dmls_isa.level >= DMLS_ISA_SSE2)
+        dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, cached, &kdone, &jb, scratch);
     if (kdone == 0) jb = 0;
     if (jb < jn) dmls_tile(w, sj, dj, kn, w, kds, jb, jn, iss, w, scratch);
     if (kdone < kn && jb > 0)
@@ -40,7 +41,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
         for (k0 = 0; k0 < kn; k0 += kc) {
             n = kn - k0 < kc ? kn - k0 : kc;
             for (j = 0; j < nj; j++) memcpy(sb + j * sp, sj + (j0 + j) * iss + k0 * w, (size_t)(n * w));
-            dmls_transpose_plain(w, sb, sp, db, dp, n, nj, scratch);
+            dmls_transpose_plain(w, sb, sp, db, dp, n, nj, 1, scratch);
             for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds + j0 * w, db + k * dp, nj * w);
         }
     }
@@ -81,7 +82,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
             if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch)))
-                dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, scratch);
+                dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, !p->stream, scratch);
             return;
         }
     }

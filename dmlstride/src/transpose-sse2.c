@@ -17,6 +17,20 @@ void dmls_nibble_sse2(dmls_isa_t *t);
    rows of 160 bytes and more gained nothing or lost). */
 #define DMLS_UNSTAGED_ROW_BYTES 128
 
+/* Whether source rows sj apart crowd L1's sets: each row, or every other
+   one, lies within a few bytes of a multiple of 4 KiB from the last (a
+   tile's 64 rows then put 32 or more rows' lines in the same sets, four
+   times the ways). */
+static inline int rows_crowd_sets(int64_t sj) {
+    const int64_t r = (sj % 4096 + 4096) % 4096;
+    int64_t m, o;
+    for (m = 1; m <= 2; m++) {
+        o = r * m % 4096;
+        if (o < 8 || o > 4096 - 8) return 1;
+    }
+    return 0;
+}
+
 /* One N x N micro-block (N = 16 / W). */
 static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64_t ds) {
     switch (W) {
@@ -33,7 +47,7 @@ static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64
    (all of them when both are at least 16 / W); the caller copies the
    remainder. */
 static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                                int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone,
+                                int64_t kn, int64_t jn, int cached, int64_t *kdone, int64_t *jdone,
                                 char *scratch) {
     const int64_t N = 16 / W;
     /* A tile is TJ source rows by TK values of k.  When all the columns fit
@@ -69,10 +83,18 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        boundary are read in place: each load takes 16 bytes, a tile row
        reads its source lines twice over at most, and the staging copy cost
        more than the straddling loads (on one thread, a 371 x 371 float64
-       transpose 1.3x faster than staged, a 1001 x 999 float32 one 1.3x). */
+       transpose 1.3x faster than staged, a 1001 x 999 float32 one 1.3x).
+       So are 1- and 2-byte values in those blocks when the source is in
+       cache (a copy that does not stream) and its rows do not crowd L1's
+       sets: a 1001 x 777 int16 transpose ran 1.25x faster in place, a 777 x
+       1333 uint16 one 1.35x, a 1999 x 3001 uint8 one 1.15x (2 threads).
+       From memory the staging copy's in-order reads win (a 3333 x 2222
+       uint16 one ran 0.7x in place), and so they do for rows 4097 bytes
+       apart (0.68x in place). */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
     const int avx2 = dmls_isa.level >= DMLS_ISA_AVX2;
-    const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !(avx2 && W >= 4))) && sj > DMLS_UNSTAGED_ROW_BYTES;
+    const int in_place = avx2 && (W >= 4 || (cached && !staged && !rows_crowd_sets(sj)));
+    const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !in_place)) && sj > DMLS_UNSTAGED_ROW_BYTES;
     const int pfd = kn * dk > ((int64_t)1 << 20);
     const char *sbase;
     int64_t sstep;
