@@ -47,6 +47,18 @@ def _numpy_gather(buf, desc):
     return np.ndarray(desc.sizes, dt, buffer=buf, strides=strides).copy()
 
 
+def _check_scatter(values, desc, out, offset=0, **options):
+    # Scatter values into out (random bytes, any writable buffer), against
+    # numpy's assignment through a strided view of a copy of it: every byte
+    # outside the elements (guard bytes included) must stay as it was.
+    dt = values.dtype
+    expect = np.frombuffer(bytes(out), np.uint8).copy()
+    np.ndarray(desc.sizes, dt, buffer=expect, offset=offset,
+               strides=[s * dt.itemsize for s in desc.effective_strides])[...] = values
+    ds.scatter(values, desc, out, offset=offset, **options)
+    assert bytes(out) == expect.tobytes()
+
+
 def _check_copy_tensor(buf, src_desc, dst_desc, seed):
     # copy_tensor into a random destination buffer of exactly its size,
     # against numpy's assignment through a strided view of a copy of it.
@@ -70,14 +82,7 @@ def test_transpose_tile_edges(dtype, k, j, threads):
     assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
     # And the reverse (scatter into the transposed layout), with guard bytes.
     values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, 7), desc)
-    out = bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 32, 9).tobytes())
-    before = bytes(out)
-    ds.scatter(values, desc, out)
-    dt = values.dtype
-    expect = np.frombuffer(bytearray(before), np.uint8).copy()
-    view = np.ndarray(desc.sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in desc.effective_strides])
-    view[...] = values
-    assert bytes(out) == expect.tobytes()
+    _check_scatter(values, desc, bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 32, 9).tobytes()))
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
@@ -101,11 +106,7 @@ def test_tile_transposes_at_every_instruction_set_level(level, dtype):
             buf = _random_buffer(desc.total_tensor_size_in_bytes, k * 7 + j)
             assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes(), (k, j)
             values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, j), desc)
-            out = _random_buffer(desc.total_tensor_size_in_bytes + 16, k)
-            expect = out.copy()
-            np.ndarray([k, j], values.dtype, buffer=expect, strides=[w, k * w])[...] = values
-            ds.scatter(values, desc, out)
-            assert out.tobytes() == expect.tobytes(), (k, j)
+            _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 16, k))
     finally:
         _engine._select_isa(3)
 
@@ -144,11 +145,7 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
         assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
         values = np.ascontiguousarray(_numpy_gather(buf, desc).T)
         back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
-        out = _random_buffer(back.total_tensor_size_in_bytes + 64, k)
-        expect = out.copy()
-        np.ndarray([j, k], values.dtype, buffer=expect, strides=[w, j * w])[...] = values
-        ds.scatter(values, back, out)
-        assert out.tobytes() == expect.tobytes()
+        _check_scatter(values, back, _random_buffer(back.total_tensor_size_in_bytes + 64, k))
     finally:
         _engine._select_isa(3)
 
@@ -168,12 +165,8 @@ def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
     plan = _engine.Plan(swapped.sizes, swapped.effective_strides, [37 * last, last, 1], swapped.element_bits)
     assert plan.describe()["mode"] == "memcpy"
     values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
-    out = _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last)
-    expect = out.copy()
-    np.ndarray(swapped.sizes, dt, buffer=expect, offset=32,
-               strides=[s * dt.itemsize for s in swapped.effective_strides])[...] = values
-    ds.scatter(values, swapped, out, offset=32, check_alignment=False)
-    assert out.tobytes() == expect.tobytes()
+    _check_scatter(values, swapped, _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last),
+                   offset=32, check_alignment=False)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -336,11 +329,7 @@ def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     assert plan.describe()["mode"] == ("interleave" if channels <= 7 else "tile")
     dt = ds.numpy_dtype(desc.data_type)
     planes = _random_buffer(desc.element_count * dt.itemsize, 100 + channels).view(dt).reshape(sizes)
-    out = _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels)
-    expect = out.copy()
-    np.ndarray(sizes, dt, buffer=expect, strides=[s * dt.itemsize for s in desc.effective_strides])[...] = planes
-    ds.scatter(planes, desc, out)
-    assert out.tobytes() == expect.tobytes()
+    _check_scatter(planes, desc, _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels))
 
 
 def _nibbles(buf, count, start=0):
