@@ -18,6 +18,7 @@ never against dmlstride itself:
 * 1 and 2 threads.
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -45,6 +46,18 @@ def _numpy_gather(buf, desc):
     dt = ds.numpy_dtype(desc.data_type)
     strides = [s * dt.itemsize for s in desc.effective_strides]
     return np.ndarray(desc.sizes, dt, buffer=buf, strides=strides).copy()
+
+
+@contextlib.contextmanager
+def _isa_level(level):
+    # The kernels of the best instruction set at or below level (the CPU may
+    # lack the higher ones), then the best the CPU has again.
+    chosen = _engine._select_isa(level)
+    try:
+        assert chosen <= level
+        yield chosen
+    finally:
+        _engine._select_isa(3)
 
 
 def _check_scatter(values, desc, out, offset=0, **options):
@@ -98,17 +111,13 @@ def test_tile_transposes_at_every_instruction_set_level(level, dtype):
     w = np.dtype(dtype).itemsize
     shapes = [(300, 78), (129, 70), (37, 45), (8, 8), (4, 4), (1024 // w, 78), (2048 // w + 3, 131), (501, 9),
               (33, 17), (200, 24)]
-    chosen = _engine._select_isa(level)
-    try:
-        assert chosen <= level
+    with _isa_level(level):
         for k, j in shapes:
             desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
             buf = _random_buffer(desc.total_tensor_size_in_bytes, k * 7 + j)
             assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes(), (k, j)
             values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, j), desc)
             _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 16, k))
-    finally:
-        _engine._select_isa(3)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -138,16 +147,12 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
     w = np.dtype(dtype).itemsize
     k, j = -(-row_bytes // w), 141
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
-    chosen = _engine._select_isa(level)
-    try:
-        assert chosen == level
+    with _isa_level(level):
         buf = _random_buffer(desc.total_tensor_size_in_bytes, row_bytes)
         assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
         values = np.ascontiguousarray(_numpy_gather(buf, desc).T)
         back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
         _check_scatter(values, back, _random_buffer(back.total_tensor_size_in_bytes + 64, k))
-    finally:
-        _engine._select_isa(3)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
@@ -516,14 +521,10 @@ def test_block_transpose_gather_scatter(dtype, name, sizes, spec, gather_block, 
 def test_block_cases_at_every_instruction_set_level(level):
     # The import picks the best kernels the CPU has; each lower level (and
     # AVX2's micro-block pairs, where the CPU has AVX2) must copy the same.
-    chosen = _engine._select_isa(level)
-    try:
-        assert chosen <= level
+    with _isa_level(level):
         for dtype in WIDTH_DTYPES:
             for name, sizes, spec, _, _ in BLOCK_CASES:
                 _check_block_case_copies(dtype, name, sizes, spec, 0)
-    finally:
-        _engine._select_isa(3)
 
 
 def test_block_split_keeps_both_runs_long(monkeypatch):
