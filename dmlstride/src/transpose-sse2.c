@@ -285,29 +285,25 @@ static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, 
 
 /* Transpose rows k0..k1 (k1 - k0 a multiple of 16 / W) by columns j < nj
    (a multiple of 16 / W) of a source (row j of k at sb + j * ss + k * W)
-   into buf, destination row k at (k - k0) * pitch. */
+   into buf, destination row k at (k - k0) * pitch.  by_rows (a constant
+   at each call): a group of 16 / W source rows at a time, each group read
+   along the whole band before the next, so a few rows are read as runs of
+   lines at a time instead of every row of the band a micro-block at a
+   time.  That order is for bands of many rows read straight from memory:
+   with 40 or 48 float32 channels (an NCHW to NHWC gather of 64 MB), the
+   k-major order read 40-48 rows side by side, more streams than the
+   hardware prefetcher follows, and ran at 0.65-0.7x of it. */
 static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
-                                       int64_t nj, char *buf, int64_t pitch) {
-    int64_t k, j;
-    for (k = k0; k < k1; k += 16 / W)
-        for (j = 0; j < nj; j += 16 / W) {
+                                       int64_t nj, char *buf, int64_t pitch, const int by_rows) {
+    const int64_t N = 16 / W;
+    const int64_t outer = by_rows ? nj : k1 - k0, inner = by_rows ? k1 - k0 : nj;
+    int64_t a, b, k, j;
+    for (a = 0; a < outer; a += N)
+        for (b = 0; b < inner; b += N) {
+            j = by_rows ? a : b;
+            k = k0 + (by_rows ? b : a);
             simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
         }
-}
-
-/* The same band, a group of 16 / W source rows at a time: each group is
-   read along the whole band before the next, so a few rows are read as
-   runs of lines at a time instead of every row of the band a micro-block
-   at a time.  For bands of many rows read straight from memory: with 40
-   or 48 float32 channels (an NCHW to NHWC gather of 64 MB), the k-major
-   order read 40-48 rows side by side, more streams than the hardware
-   prefetcher follows, and ran at 0.65-0.7x of this. */
-static inline void dmls_rows_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
-                                       int64_t nj, char *buf, int64_t pitch) {
-    int64_t k, j;
-    for (j = 0; j < nj; j += 16 / W)
-        for (k = k0; k < k1; k += 16 / W)
-            simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
 }
 
 /* Source rows on the same line offset but off a line boundary (the
@@ -373,7 +369,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
                 ss = SP;
             }
             if (dstaged) {
-                dmls_band_to_buffer(W, sb, ss, kb, ke, nj, dst, DP);
+                dmls_band_to_buffer(W, sb, ss, kb, ke, nj, dst, DP, 0);
                 for (k = kb; k < ke; k++)   /* nj * W: whole lines */
                     dmls_copy_body(d + k * dk + j0 * W, dst + (k - kb) * DP, nj * W, 1);
                 continue;
@@ -423,7 +419,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        dmls_rows_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
+        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, 1);
         dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
     }
     *kdone = kf;
@@ -451,8 +447,8 @@ static inline void prefetch_rows(const char *const *r, int64_t rows, int64_t off
    multiple of N = 16 / W: 9-15 one-byte channels, say, in an NCHW to NHWC
    gather, which no whole micro-block fits.  A band of TK values of k is
    transposed into a buffer of rows jn * W apart, a group of N source rows
-   at a time along the whole band (as dmls_rows_to_buffer), and goes out as
-   one run.  With jn >= N the last group is moved back to end at jn,
+   at a time along the whole band (as dmls_band_to_buffer by rows), and
+   goes out as one run.  With jn >= N the last group is moved back to end at jn,
    overlapping the one before (those values are written twice, the same
    both times).  With jn < N the one group reads source row jn - 1 again
    for its missing rows, and each buffer row's store spills past the row
