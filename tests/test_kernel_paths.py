@@ -60,6 +60,21 @@ def _isa_level(level):
         _engine._select_isa(3)
 
 
+@contextlib.contextmanager
+def _stream_threshold(nbytes):
+    # Plans made inside stream from nbytes on.  gather, scatter and
+    # copy_tensor keep their plans by descriptor, so the plan cache is
+    # emptied on the way in and out: a plan made under the other threshold
+    # (by an earlier test, or the other parametrization) is not reused.
+    old = _engine._set_stream_min_total(nbytes)
+    transfer._plans.clear()
+    try:
+        yield
+    finally:
+        _engine._set_stream_min_total(old)
+        transfer._plans.clear()
+
+
 def _check_scatter(values, desc, out, offset=0, **options):
     # Scatter values into out (random bytes, any writable buffer), against
     # numpy's assignment through a strided view of a copy of it: every byte
@@ -190,6 +205,28 @@ def test_ragged_channel_counts_both_ways(dtype, channels, threads):
         _check_copy_tensor(buf, desc, other, 300 + channels)
 
 
+@pytest.mark.parametrize("dtype,channels", [("uint8", c) for c in (16, 17, 24, 31)]
+                         + [("int16", c) for c in (8, 9, 12, 15)])
+@pytest.mark.parametrize("pixels", [(7, 9), (33, 61)], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_pixels_of_one_to_two_micro_blocks_to_planes(dtype, channels, pixels, level, stream):
+    # Pixels of 16-31 one-byte or 8-15 two-byte values, gathered into planes:
+    # with AVX2 a band of fewer values than two micro-blocks goes in pairs
+    # of micro-blocks side by side (pixels j and j + 16 / size), then the
+    # pixels past the last pair and the channels past the last micro-block
+    # in single micro-blocks.  Pixel counts leave both over (7 * 9 = 63).
+    # Gathered and scattered back (between guard bytes), against numpy.
+    sizes = (3, channels) + pixels
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, channels * 100 + pixels[0])
+    values = _numpy_gather(_random_buffer(desc.total_tensor_size_in_bytes, channels), desc)
+    with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
+        assert transfer._plan(desc, "gather").describe()["stream"] == stream
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+        _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, pixels[1]))
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [100, 129, 250, 257, 520])
 def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
@@ -234,11 +271,9 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, thread
     size = ((n * h * w - 1) * pitch + channels) * size_
     raw = _random_buffer(desc.total_tensor_size_in_bytes, size + pitch)
     assert desc.total_tensor_size_in_bytes - size < 4
-    old = _engine._set_stream_min_total(0 if stream else 1 << 62)
-    try:
+    with _stream_threshold(0 if stream else 1 << 62):
+        assert transfer._plan(desc, "gather").describe()["stream"] == stream
         got = ds.gather(raw, desc)
-    finally:
-        _engine._set_stream_min_total(old)
     strides = [x * size_ for x in (h * w * pitch, 1, w * pitch, pitch)]
     view = np.lib.stride_tricks.as_strided(raw.view(dtype), (n, channels, h, w), strides)
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
@@ -593,9 +628,8 @@ def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
 
 @pytest.fixture
 def streaming():
-    old = _engine._set_stream_min_total(0)
-    yield
-    _engine._set_stream_min_total(old)
+    with _stream_threshold(0):
+        yield
 
 
 def _layout_pair(dtype, sizes, to_channels_last):

@@ -83,13 +83,14 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->stream_fill = stream_fill_none;
     t->block_pairs = block_pairs_none;
     t->tile_wide = tile_wide_none;
+    t->tile_jpairs = tile_wide_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
-                       tile_wide_none};
+                       tile_wide_none, tile_wide_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

@@ -94,6 +94,11 @@ typedef struct {
        0 without a variant). */
     int64_t (*tile_wide)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
                          int64_t *jdone);
+    /* The same for 1- and 2-byte values in blocks of 16 / W values of k
+       by 32 / W of j (a pair of micro-blocks side by side in j), for bands
+       too short for tile_wide's (0 and 0 for wider values). */
+    int64_t (*tile_jpairs)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
+                           int64_t *jdone);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

@@ -18,7 +18,9 @@
    at k + N side by side in the two lanes; the same chain of unpack stages
    transposes both, and lane 0 of result i is destination row k + i, lane 1
    row k + N + i.  Half the shuffles per byte of the SSE2 kernel, and no
-   register copies (three-operand forms).
+   register copies (three-operand forms).  The pair may also lie side by
+   side in j (DMLS_JPAIR*: 16-byte halves from rows j and j + N, 32-byte
+   stores), for bands of k too short for one above the other.
 
    SRC(i) is the address of source row i at the block's first k (k
    contiguous), DST(i) that of destination row i at its first j (j
@@ -30,6 +32,23 @@
 #include <immintrin.h>
 
 #include "micro-sse2.h"   /* DMLS_STAGE */
+
+/* The unpack stages of a 1-byte (16 rows) and a 2-byte (8 rows) micro-block
+   in each lane, from x (the result in x for 1 byte, in y for 2). */
+#define DMLS_STAGES1                                                                   \
+    DMLS_STAGE(x, y, 16, 1, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8);               \
+    DMLS_STAGE(y, x, 16, 2, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);             \
+    DMLS_STAGE(x, y, 16, 4, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);             \
+    DMLS_STAGE(y, x, 16, 8, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64)
+#define DMLS_STAGES2                                                                   \
+    DMLS_STAGE(x, y, 8, 1, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);              \
+    DMLS_STAGE(y, x, 8, 2, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);              \
+    DMLS_STAGE(x, y, 8, 4, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64)
+
+/* Two 16-byte halves: from p in the low lane, from q in the high one. */
+#define DMLS_HALVES(p, q)                                                                  \
+    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p))), \
+                            _mm_loadu_si128((const __m128i *)(q)), 1)
 
 /* N source rows of 32 bytes to 2N destination rows of 16. */
 #define DMLS_PAIR_OF(SRC, DST, N, STAGES, RES) do {                                    \
@@ -43,20 +62,28 @@
         _mm_storeu_si128((__m128i *)(DST((N) + i_)), _mm256_extracti128_si256(RES[i_], 1)); \
     }                                                                                  \
 } while (0)
-#define DMLS_PAIR1(SRC, DST) DMLS_PAIR_OF(SRC, DST, 16,                                \
-    DMLS_STAGE(x, y, 16, 1, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8);               \
-    DMLS_STAGE(y, x, 16, 2, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);             \
-    DMLS_STAGE(x, y, 16, 4, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);             \
-    DMLS_STAGE(y, x, 16, 8, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64), x)
-#define DMLS_PAIR2(SRC, DST) DMLS_PAIR_OF(SRC, DST, 8,                                 \
-    DMLS_STAGE(x, y, 8, 1, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);              \
-    DMLS_STAGE(y, x, 8, 2, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32);              \
-    DMLS_STAGE(x, y, 8, 4, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64), y)
+#define DMLS_PAIR1(SRC, DST) DMLS_PAIR_OF(SRC, DST, 16, DMLS_STAGES1, x)
+#define DMLS_PAIR2(SRC, DST) DMLS_PAIR_OF(SRC, DST, 8, DMLS_STAGES2, y)
 
-/* Two 16-byte halves: from p in the low lane, from q in the high one. */
-#define DMLS_HALVES(p, q)                                                                  \
-    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p))), \
-                            _mm_loadu_si128((const __m128i *)(q)), 1)
+/* 2N source rows of 16 bytes to N destination rows of 32: the same stages
+   on a pair of micro-blocks side by side in j (rows j and j + N in the two
+   lanes of one register), so that lane 0 of result i is destination row
+   k + i at columns 0 .. N - 1 and lane 1 the same row at N .. 2N - 1, and
+   each row is one 32-byte store.  For 1- and 2-byte values in bands of N to
+   2N - 1 rows of k, too few for a pair of micro-blocks one above the other
+   (24 one-byte channels, or 12 two-byte ones, of an NHWC to NCHW copy). */
+#define DMLS_JPAIR_OF(SRC, DST, N, STAGES, RES) do {                                   \
+    __m256i x[N], y[N];                                                                \
+    int i_;                                                                            \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                              \
+        x[i_] = DMLS_HALVES(SRC(i_), SRC((N) + i_));                                   \
+    STAGES;                                                                            \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < (N); i_++)                              \
+        _mm256_storeu_si256((__m256i *)(DST(i_)), RES[i_]);                            \
+} while (0)
+#define DMLS_JPAIR1(SRC, DST) DMLS_JPAIR_OF(SRC, DST, 16, DMLS_STAGES1, x)
+#define DMLS_JPAIR2(SRC, DST) DMLS_JPAIR_OF(SRC, DST, 8, DMLS_STAGES2, y)
+
 #define DMLS_STORE32(p, x) _mm256_storeu_si256((__m256i *)(p), (x))
 
 /* One 4 x 4 block of 8-byte values. */

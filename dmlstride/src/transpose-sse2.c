@@ -140,8 +140,8 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                 /* Blocks 32 bytes wide; the columns past the last whole
                    block in micro-blocks, then the rows past it below. */
                 int64_t jw;
-                k += dmls_isa.tile_wide(W, sbase + jb * sstep + kb * W, sstep, d + kb * dk + jb * W, dk,
-                                        ke - kb, je - jb, &jw);
+                k += (W <= 2 && ke - kb < 2 * N ? dmls_isa.tile_jpairs : dmls_isa.tile_wide)(
+                    W, sbase + jb * sstep + kb * W, sstep, d + kb * dk + jb * W, dk, ke - kb, je - jb, &jw);
                 jw += jb;
                 for (i = kb; i < k; i += N)
                     for (j = jw; j < je; j += N)
@@ -168,9 +168,13 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
             for (k = kb; k < ke; k += N)
                 simd_micro(W, s + (jn - N) * sj + k * W, sj, d + k * dk + (jn - N) * W, dk);
     }
-    /* Ragged rows likewise, as one more micro-block row ending at kn. */
+    /* Ragged rows likewise, as one more micro-block row ending at kn: with
+       AVX2, 1- and 2-byte values first in pairs side by side in j (j is
+       then the columns they cover, else 0). */
     if (kf < kn && kf > 0 && jf > 0) {
-        for (j = 0; j + N <= jn; j += N)
+        j = 0;
+        if (avx2) dmls_isa.tile_jpairs(W, s + (kn - N) * W, sj, d + (kn - N) * dk, dk, N, jn, &j);
+        for (; j + N <= jn; j += N)
             simd_micro(W, s + j * sj + (kn - N) * W, sj, d + (kn - N) * dk + j * W, dk);
         if (jn % N != 0)
             simd_micro(W, s + (jn - N) * sj + (kn - N) * W, sj, d + (kn - N) * dk + (jn - N) * W, dk);

@@ -104,7 +104,11 @@ static const int widths[4] = {1, 2, 4, 8};
 static void test_transpose(void) {
     static const int64_t shapes[][2] = {{297, 17}, {129, 33}, {64, 64}, {17, 300}, {16, 16},
                                         {31, 1030}, {8, 9}, {100, 64}, {48, 128}, {130, 70},
-                                        {256, 44}, {5, 300}, {7, 130}, {3001, 300}};
+                                        {256, 44}, {5, 300}, {7, 130}, {3001, 300},
+                                        /* bands of N to 2N - 1 rows of k (1- and 2-byte
+                                           values: pairs side by side in j), whole or
+                                           the last band of a tile */
+                                        {24, 100}, {12, 47}, {20, 33}, {280, 70}, {140, 90}};
     int wi, si, off, stream;
     char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
