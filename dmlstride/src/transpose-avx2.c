@@ -63,7 +63,10 @@ static AVX2 int64_t tile_wide_avx2(int W, const char *s, int64_t sj, char *d, in
    of a ragged band): N x 2N pairs side by side in j, where the SSE2
    micro-blocks did them at twice the shuffles per byte (NHWC to NCHW
    gathers of 19-30 uint8 channels and 9-14 uint16 or float16 ones, 6.6-14
-   MB on 2 threads, ran 1.17-1.46x faster).  Wider values: none. */
+   MB on 2 threads, ran 1.07-1.46x faster over two runs of two alternating
+   builds).  Wider values: none.  Kept apart from tile_wide_avx2: folded
+   into it, the code around its other blocks changed, and 2-D uint8
+   transposes in cache ran 0.75-0.8x. */
 static AVX2 int64_t tile_jpairs_avx2(int W, const char *s, int64_t sj, char *d, int64_t dk,
                                      int64_t nk, int64_t nj, int64_t *jdone) {
     const int64_t kw = nk - nk % (16 / W), jw = nj - nj % (32 / W);
