@@ -1269,3 +1269,27 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
     ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
     assert bytes(dst) == expect
+
+
+# A streamed fill writes the whole lines of a row with streaming stores and the
+# bytes before the first line boundary and after the last one with ordinary
+# stores of the repeated element: at every destination offset in a line (a
+# whole element apart), rows of an odd number of elements put every head
+# and tail length (0-63 bytes) at either end of some row, none of them
+# reaching past the row or into the bytes around the tensor.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_fill_every_head_and_tail(dtype, streaming):
+    itemsize = np.dtype(dtype).itemsize
+    n = 577 // itemsize | 1
+    sizes = [3, 7, n]
+    src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[7, 1, 0])
+    dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == "fill" and plan["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
+    for dst_offset in range(0, 64, itemsize):
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 128, dst_offset).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect, dst_offset

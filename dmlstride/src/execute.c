@@ -60,7 +60,9 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
     } else if (p->mode == DMLS_MODE_FILL) {
         int64_t rest = n;
         if (p->stream && ids == w && n * w >= DMLS_STREAM_MIN_RUN) {
-            /* streaming stores for the body, the loop below for the rest */
+            /* streaming stores for the whole lines, ordinary ones for the
+               partial lines at either end; the loop below when the row is
+               not element-aligned (done = 0) */
             int64_t done = dmls_isa.stream_fill(w, s, d, n);
             d += done * w;
             rest -= done;
