@@ -850,7 +850,8 @@ def test_streaming_gather_into_fresh_and_reused_outputs(dtype, streaming, thread
 
 
 def test_streaming_limit_applies_to_plans_made_afterwards():
-    # Contiguous copies stream from the limit, transposes from 3/8 of it.
+    # Transposes stream from 3/8 of the limit; contiguous copies from the
+    # limit, or from 10/8 of it counting the bytes read and written.
     sizes = [1, 64, 4, 64]
     nbytes = 64 * 4 * 64 * 4
     src_desc, dst_desc = _layout_pair("float32", sizes, True)
@@ -866,7 +867,9 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
     old = _engine._set_stream_min_total(nbytes)
     try:
         assert streams() and streams(False)
-        _engine._set_stream_min_total(nbytes + 1)
+        _engine._set_stream_min_total(nbytes * 8 // 5)      # 10/8 of it: 2 * nbytes - 1
+        assert streams() and streams(False)
+        _engine._set_stream_min_total(nbytes * 8 // 5 + 8)  # 10/8 of it: 2 * nbytes + 8
         assert streams() and not streams(False)
         _engine._set_stream_min_total(nbytes * 8 // 3)      # 3/8 of it: nbytes - 1
         assert streams()
@@ -874,6 +877,38 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
         assert not streams()
         with pytest.raises(ValueError):
             _engine._set_stream_min_total(-1)
+    finally:
+        _engine._set_stream_min_total(old)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_streaming_counts_source_bytes_once(axis):
+    # A copy whose source is broadcast along a dimension (of 2 here) reads
+    # its bytes again; only distinct ones count towards 10/8 of the limit.
+    # A fill (broadcast along the innermost dimension) streams from the
+    # limit only.
+    sizes = [64, 64, 64]
+    sizes[axis] = 2
+    nbytes = 2 * 64 * 64 * 4
+    packed = ds.BufferTensorDesc("float32", sizes).effective_strides
+    source = list(packed)
+    source[axis] = 0
+    # Distinct bytes read; a fill counts only what it writes.
+    footprint = nbytes if axis == 2 else nbytes + nbytes // 2
+
+    def streams(strides):
+        return _engine.Plan(sizes, strides, packed, 32).describe()["stream"]
+
+    assert _engine.Plan(sizes, source, packed, 32).describe()["mode"] == ("fill" if axis == 2 else "memcpy")
+    old = _engine._set_stream_min_total(nbytes * 2 * 8 // 10)  # 10/8 of it: 2 * nbytes - 1
+    try:
+        assert streams(packed) and not streams(source)
+        _engine._set_stream_min_total(max(footprint * 8 // 10, nbytes + 1))
+        assert streams(packed) and streams(source) == (axis != 2)
+        _engine._set_stream_min_total(max(footprint * 8 // 10 + 8, nbytes + 1))
+        assert streams(packed) and not streams(source)
+        _engine._set_stream_min_total(nbytes)
+        assert streams(packed) and streams(source)
     finally:
         _engine._set_stream_min_total(old)
 
