@@ -84,10 +84,11 @@ STAGE_MIN_ELEMS = 64
 #: Target number of elements per segment of the innermost dimension.
 SEGMENT_ELEMS = 1 << 16
 
-#: The streaming-store threshold (32 MiB, the L3 size): contiguous copies,
-#: fills and transposes use streaming (non-temporal) stores from their own
-#: share of it (copy_stream_min, transpose_stream_min), and transposes go
-#: through L2 from all of it; changed by ``_engine._set_stream_min_total``.
+#: The streaming-store threshold (32 MiB, the L3 size): contiguous copies and
+#: fills of at least this many bytes use streaming (non-temporal) stores,
+#: copies also from a share of it read and written (copy_streams), transposes
+#: from a share of it written (transpose_stream_min); changed by
+#: ``_engine._set_stream_min_total``.
 stream_min_total = 1 << 25
 #: Blocked transposes of at least this many bytes may take both groups as
 #: long as the tables allow (a "big" block, see plan_block), where
@@ -126,7 +127,7 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: 16-20 MB about even.  Source bytes read again (a dimension broadcast from
 #: the source) count once: a destination under 32 MiB filled from a small
 #: source stays in the L3 across calls, and streaming its stores measured
-#: 0.98-1.07x -> 0.67-0.78x PyTorch (29.6 MB int16 broadcast along H or W).
+#: 0.90-1.07x -> 0.67-0.78x PyTorch (29.6 MB int16 broadcast along H or W).
 COPY_STREAM_EIGHTHS = 10
 
 
