@@ -106,8 +106,8 @@ BLOCK_BIG_MIN_TOTAL = 1 << 21
 #: ran 1.15x faster than through L2 (geometric mean of 12 gathers and
 #: scatters, 0.41 -> 0.47 of the memcpy limit; four even, none slower;
 #: uint8 5-D of 6.4 MB 0.27 -> 0.40, float64 6-D of 3.2 MB 0.49 -> 0.64).
-#: Measured again on 14 other 5-D and 6-D gathers and scatters of 2-12 MB,
-#: lowering this to 1 MiB took them from 0.48 to 0.45 of the limit
+#: Measured again on 14 5-D and 6-D gathers and scatters of 2-12 MB (four
+#: of them new), lowering this to 1 MiB took them from 0.48 to 0.45 of the limit
 #: (geometric mean; float32 5-D of 6.1 MB 0.47 -> 0.34, float64 6-D scatter
 #: 0.53 -> 0.45).  The uint8 and float32 5-D ones run 2.0-3.0x faster on
 #: two threads than on one: each core's cache bounds them, not its shuffles.
