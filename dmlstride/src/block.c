@@ -272,9 +272,9 @@ typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BY
    p->stream (BOTH).  Returns 0, having touched nothing, when not even a
    chunk of one micro-block fits (the caller copies the block without the
    buffers). */
-static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, char *d, const int64_t *kd,
-                            char *tiles) {
-    const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
+static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
+                            const int64_t *kd, char *tiles) {
+    const int64_t w = p->width, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
     int64_t jc, kc, sp, dp, *srows, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
@@ -317,15 +317,16 @@ void dmls_block_tables(const dmls_plan *p, char *scratch) {
     group_offsets(&p->kgroup, (int64_t *)scratch + DMLS_BLOCK_GROUP);
 }
 
-void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch) {
-    const int64_t *js = (const int64_t *)scratch;
-    const int64_t *kd = js + DMLS_BLOCK_GROUP;
+void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
+    const int64_t *js = (const int64_t *)scratch + j0;
+    const int64_t *kd = (const int64_t *)scratch + DMLS_BLOCK_GROUP;
     char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
-    const int64_t w = p->width, jn = p->jgroup.elems, kn = p->kgroup.elems;
+    const int64_t w = p->width, jn = j1 - j0, kn = p->kgroup.elems;
     int64_t ja = 0, body = 0;
+    d += j0 * w;
     if (p->l2 != DMLS_L2_NONE) {
         /* The streaming line kernels below are not planned for these. */
-        if (!block_through_l2(p, s, js, d, kd, tiles))
+        if (!block_through_l2(p, s, js, jn, d, kd, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
                             p->block_lines, 0, 1, tiles);
         return;

@@ -9,8 +9,9 @@
    the same tables. */
 void dmls_block_tables(const dmls_plan *p, char *scratch);
 
-/* One J x K block of p at the given outer offsets (s, d).  scratch: the
-   region dmls_block_tables filled for p (offset tables, then tiles). */
-void dmls_block(const dmls_plan *p, const char *s, char *d, char *scratch);
+/* Values [j0, j1) of J of one J x K block of p at the given outer offsets
+   (s, d), all of K.  scratch: the region dmls_block_tables filled for p
+   (offset tables, then tiles). */
+void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch);
 
 #endif

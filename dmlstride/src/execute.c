@@ -31,7 +31,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
     const int64_t n = j1 - j0, iss = p->inner_src_stride, ids = p->inner_dst_stride;
     switch (p->mode) {
     case DMLS_MODE_BLOCK:
-        dmls_block(p, s + so, d + do_, scratch);
+        dmls_block(p, s + so, d + do_, j0, j1, scratch);
         return;
     case DMLS_MODE_NIBBLE:
         dmls_nibble_row(p, (const uint8_t *)s, (uint8_t *)d, so + j0 * iss, do_ + j0 * ids, n, iss, ids);

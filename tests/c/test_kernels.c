@@ -339,14 +339,17 @@ static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, in
    is fastest, then k1, j0, j1; in the destination j0, j1, k0, k1.  J = (j0,
    j1) is destination-contiguous, K = (k0, k1) source-contiguous; both
    buffers start o bytes in.  Returns whether it matched the reference. */
-static int block_case(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
-                      int stage_src, int stage_dst, int l2, int stream) {
+static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
+                           int stage_src, int stage_dst, int l2, int stream, int64_t seg, int only) {
     /* source strides (bytes) */
     const int64_t s_k0 = W, s_k1 = k0n * W, s_j0 = k1n * k0n * W, s_j1 = j0n * k1n * k0n * W;
     /* destination strides */
     const int64_t d_j0 = W, d_j1 = j0n * W, d_k0 = j1n * j0n * W, d_k1 = k0n * j1n * j0n * W;
     const int64_t total = j0n * j1n * k0n * k1n;
     int64_t n[4] = {k1n, k0n, j1n, j0n}, ss[4] = {s_k1, s_k0, s_j1, s_j0}, ds[4] = {d_k1, d_k0, d_j1, d_j0};
+    const int64_t jn = j0n * j1n;
+    int64_t j, k, a = 0, e = jn;
+    unsigned char *before;
     dmls_plan p;
     bufs b;
     int ok;
@@ -362,12 +365,35 @@ static int block_case(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n,
     p.l2 = l2;
     p.stream = stream;
     dmls_block_tables(&p, dmls_scratch());
-    dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, dmls_scratch());
+    /* in segments of seg values of j (the last one the rest), as tasks; or
+       only segment number only (0 based) */
+    for (j = 0; j < jn; j += seg)
+        if (only < 0 || j == only * seg) {
+            a = j;
+            e = j + seg < jn ? j + seg : jn;
+            dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, a, e, dmls_scratch());
+        }
     if (p.stream) dmls_isa.store_fence();
+    before = malloc(b.dbytes);
+    memcpy(before, b.want, b.dbytes);
     ref_copy(4, n, ss, ds, W, (char *)b.src + o, (char *)b.want + o);
+    /* The destination is k rows of J values: with only, the columns of each
+       row outside the segment, [0, a) and [e, jn), as they were. */
+    if (only >= 0)
+        for (k = 0; k < k0n * k1n; k++) {
+            memcpy(b.want + o + k * jn * W, before + o + k * jn * W, (size_t)(a * W));
+            memcpy(b.want + o + (k * jn + e) * W, before + o + (k * jn + e) * W, (size_t)((jn - e) * W));
+        }
+    free(before);
     ok = memcmp(b.dst, b.want, b.dbytes) == 0;
     bufs_free(&b);
     return ok;
+}
+
+/* The whole block as one task. */
+static int block_case(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
+                      int stage_src, int stage_dst, int l2, int stream) {
+    return block_case_segs(W, j0n, j1n, k0n, k1n, o, lines, stage_src, stage_dst, l2, stream, j0n * j1n, -1);
 }
 
 /* ---- the blocked transpose: sizes that leave ragged micro-block edges (J and K
@@ -388,6 +414,33 @@ static void test_block(void) {
                           "block %lldx%lldx%lldx%lld W=%d off=%d lines=%d l2=%d", (long long)j0n, (long long)j1n,
                           (long long)k0n, (long long)k1n, W, off, lines, l2);
                 }
+}
+
+/* ---- a block cut into segments of j (tasks): segments of whole tiles, of
+   whole lines, of a part of a micro-block, and a last one shorter; every
+   mode, the streaming line kernels with segments that start off a line; all
+   segments, and the first three alone, which must leave every other value
+   of the destination as it was ---- */
+static void test_block_segments(void) {
+    static const int64_t segs[] = {64, 128, 48, 5};
+    int wi, si, l2, lines, stream, only;
+    for (wi = 0; wi < 4; wi++)
+        for (si = 0; si < 4; si++)
+            for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++)
+                for (lines = 1; lines <= 4; lines += 3)
+                    for (stream = 0; stream < 2; stream++) {
+                        const int W = widths[wi];
+                        /* J = 23 x 13 = 299, K = 16 x 5: the destination's k rows
+                           are 299 * W bytes apart; streamed, they must start on a
+                           line (K's strides multiples of 64: J = 64 x 5) */
+                        const int64_t j0n = stream ? 64 : 23, j1n = stream ? 5 : 13;
+                        if (stream && (lines != 1 || l2 == DMLS_L2_SOURCE)) continue;
+                        for (only = -1; only < 3; only++)
+                            CHECK(block_case_segs(W, j0n, j1n, 16, 5, 0, lines, si & 1, 0, l2, stream, segs[si],
+                                                  only),
+                                  "block segments W=%d seg=%lld only=%d l2=%d lines=%d stream=%d", W,
+                                  (long long)segs[si], only, l2, lines, stream);
+                    }
 }
 
 /* ---- a block larger than the L2 buffers goes through them in chunks of j and k:
@@ -524,6 +577,7 @@ int main(void) {
         test_stream_fill();
         test_nibbles();
         test_block();
+        test_block_segments();
         test_block_chunks();
         test_block_large_groups();
         test_tiny_tiles();
