@@ -119,10 +119,13 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         raise ValueError("plan: pieces do not cover the transposed dimension")
     c.tile_pieces = pieces
     c.tile_piece = piece
-    if (c.segment_len < 1 or c.segments * c.segment_len < c.inner_size
+    seg_len, segs = int(kp.segment_len), int(kp.segments)   # exact Python ints
+    if (seg_len < 1 or segs < 1 or not (segs - 1) * seg_len < c.inner_size <= segs * seg_len
             or c.tasks != c.outer_count * c.segments * max(pieces, 1)):
         raise ValueError("plan: segments do not cover the innermost dimension")
     if c.mode == DMLS_MODE_BLOCK:
+        if kp.block.j_elems != c.inner_size:   # segments index the J offset table
+            raise ValueError("plan: a block's innermost dimension is not its J group")
         _load_group(&c.jgroup, kp.block.j, kp.block.j_elems)
         _load_group(&c.kgroup, kp.block.k, kp.block.k_elems)
         c.block_stage_src = kp.block.stage_src
