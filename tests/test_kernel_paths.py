@@ -355,6 +355,55 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
         _engine.Plan([7919, 45], colmajor.effective_strides, packed.effective_strides, 32)
 
 
+@pytest.mark.parametrize("segments,segment_len,match", [
+    (2, 400, "segments do not cover"),     # the second segment would start past J
+    (1, 900, "segments do not cover"),     # one segment short of J's 943 values
+    (15, 64, None),                        # the planner's own cut
+    (16, 64, "segments do not cover"),     # an empty last segment
+    (0, 943, "segments do not cover"),
+])
+def test_engine_refuses_block_segments_past_the_group(monkeypatch, segments, segment_len, match):
+    # A block's segments index its J offset table: the engine checks that
+    # they cover J exactly, every one non-empty, before any kernel runs.
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        assert plan.main.mode == "block" and plan.main.inner[0] == 943
+        plan.main.segments, plan.main.segment_len = segments, segment_len
+        plan.main.tasks = plan.main.outer_count * segments
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    sizes = (21, 31, 23, 41)
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (3, 2, 1, 0))
+    packed = ds.BufferTensorDesc("float32", sizes)
+    if match is None:
+        _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+    else:
+        with pytest.raises(ValueError, match=match):
+            _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+
+
+def test_engine_refuses_a_block_whose_rows_are_not_its_j_group(monkeypatch):
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        n, a, b = plan.main.inner
+        plan.main.inner = (n + 64, a, b)
+        plan.main.segments = -(-(n + 64) // plan.main.segment_len)
+        plan.main.tasks = plan.main.outer_count * plan.main.segments
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    sizes = (21, 31, 23, 41)
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (3, 2, 1, 0))
+    packed = ds.BufferTensorDesc("float32", sizes)
+    with pytest.raises(ValueError, match="not its J group"):
+        _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7, 8])
 def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
@@ -614,6 +663,74 @@ def test_block_cases_reach_both_staging_buffers_tile_heights_and_a_split():
     assert seen == {("source staged", True), ("source staged", False),
                     ("destination staged", True), ("destination staged", False), "split",
                     ("lines", 1), ("lines", 4)}
+
+
+def test_block_cases_reach_whole_and_segmented_blocks():
+    # A block plan with fewer blocks than MIN_BLOCK_TASKS cuts J into segments
+    # (tasks) of whole tiles; the cases above have both kinds, and with
+    # streaming stores too.
+    def kinds():
+        seen = set()
+        for _, _, gather_plan, scatter_plan in _block_case_plans():
+            for plan in (gather_plan, scatter_plan):
+                if plan["mode"] == "block":
+                    seen.add((plan["segment"] < plan["inner"][0], plan["stream"]))
+        return seen
+    assert {(True, False), (False, False)} <= kinds()
+    with _stream_threshold(0):
+        assert (True, True) in kinds()
+
+
+# Permutations that are one block or a few (no outer dimensions left, or short
+# ones), of 0.4-2.5 MB: J is cut into segments of whole tiles (multiples of 64
+# values, the last one the rest) so that two threads share the blocks; each
+# segment must write its own values only.  The streamed cases have
+# destination rows a whole number of lines apart, and stream from just below
+# their size (not through L2, which takes blocks whole).
+FEW_BLOCKS = [
+    ("float32", (21, 31, 23, 41), (3, 2, 1, 0), False),
+    ("uint8", (48, 16, 3, 24, 40), (4, 3, 0, 1, 2), False),
+    ("float64", (19, 11, 40, 7), (3, 2, 1, 0), False),
+    ("float16", (19, 3, 17, 27, 41), (4, 3, 2, 1, 0), False),
+    ("uint8", (48, 16, 3, 24, 40), (4, 3, 0, 1, 2), True),
+    ("float16", (7, 3, 11, 16, 48), (1, 3, 4, 0, 2), True),
+    ("float32", (48, 32, 32, 13), (2, 3, 1, 0), True),
+    ("float64", (19, 11, 40, 7), (3, 2, 1, 0), True),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,stream", FEW_BLOCKS,
+                         ids=[f"{c[0]}-{'streamed' if c[3] else 'cached'}" for c in FEW_BLOCKS])
+def test_few_blocks_are_cut_into_segments_threads_share(dtype, sizes, order, stream, threads):
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    strides = list(desc.effective_strides)
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    w = np.dtype(ds.numpy_dtype(desc.data_type)).itemsize
+    with _stream_threshold(math.prod(sizes) * w + 1 if stream else 1 << 62):
+        plans = [_plan(sizes, strides, packed, w), _plan(sizes, packed, strides, w)]
+        cut = set()
+        for plan in plans:
+            assert plan["mode"] == "block" and plan["l2"] == "none"
+            segments = -(-plan["inner"][0] // plan["segment"])
+            assert plan["tasks"] % segments == 0      # every block in as many segments
+            if segments > 1:
+                cut.add(plan["stream"])
+                assert plan["segment"] % 64 == 0
+                # blocks * segments come to MIN_BLOCK_TASKS, but for rounding
+                # a segment up to whole tiles
+                blocks = plan["tasks"] // segments
+                share = -(-plan["inner"][0] // -(-_planner.MIN_BLOCK_TASKS // blocks))
+                assert plan["segment"] - 64 < share <= plan["segment"]
+        assert stream in cut
+        buf = _random_buffer(desc.total_tensor_size_in_bytes, 11)
+        got = ds.gather(buf, desc)
+        assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+        values = _random_buffer(got.nbytes, 12).view(got.dtype).reshape(sizes)
+        out = _random_buffer(desc.total_tensor_size_in_bytes, 13)
+        expect = out.copy()
+        _view(expect, got.dtype, sizes, strides)[...] = values
+        ds.scatter(values, desc, out)
+        assert out.tobytes() == expect.tobytes()
 
 
 # -- streaming stores ----------------------------------------------------------------------
