@@ -1153,6 +1153,32 @@ def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
     np.testing.assert_array_equal(back[:values.size], values.reshape(-1))
 
 
+def test_a_big_block_in_place_takes_destination_runs_under_four_lines(threads):
+    # 6.2 MB of float16, (37, 31, 29, 97) in order (3, 1, 2, 0): a big block
+    # of J = 97 values (194-byte destination runs) by K = 31 x 37 values
+    # contiguous in the source, transposed in place.  Past the L2 limit
+    # (lowered here), where a big block goes through the L2 buffers and needs
+    # destination runs of 256 bytes or whole lines, it is a tile of 37-value
+    # source rows instead.  Both copy as numpy does.
+    sizes, order = (37, 31, 29, 97), (3, 1, 2, 0)
+    desc = ds.BufferTensorDesc.from_layout("float16", sizes, order)
+    packed = ds.BufferTensorDesc("float16", sizes).effective_strides
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, 8)   # rounded up to 4 bytes
+    view = np.ndarray(sizes, np.float16, buffer=buf, strides=[2 * s for s in desc.effective_strides])
+    for limit, mode in ((None, "block"), (1 << 20, "tile")):
+        with _stream_threshold(limit) if limit else contextlib.nullcontext():
+            plan = _engine.Plan(desc.sizes, desc.effective_strides, packed, 16).describe()
+            assert plan["mode"] == mode
+            if mode == "block":
+                assert plan["l2"] == "none" and plan["block"]["j"] == [(97, 2 * 31 * 29 * 37)]  # bytes
+                assert sorted(n for n, _ in plan["block"]["k"]) == [31, 37]
+            got = ds.gather(buf, desc)
+            assert got.tobytes() == np.ascontiguousarray(view).tobytes()
+            back = np.zeros_like(buf)
+            ds.scatter(got, desc, back)
+            assert back[:-2].tobytes() == buf[:-2].tobytes() and not back[-2:].any()
+
+
 # Permutations that swap two short dimensions: a transpose of a few hundred
 # bytes per task, copied element by element (execute.c, tiny_tiles) unless
 # most of it is whole register micro-blocks; 16 x 8 is all micro-blocks for
