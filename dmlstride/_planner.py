@@ -391,6 +391,14 @@ def _run_cost(width: int, jtot: int, ktot: int, l2: int | bool) -> float:
     return 1 / (k * width) + 1 / (j * width)
 
 
+def whole_tiles_share(n: int, parts: int) -> int:
+    """Values per segment when ``n`` values are cut into about ``parts``
+    segments of whole 64-value tiles: n / parts rounded up to a multiple of
+    64, at least 64."""
+    share = -(-n // parts)
+    return max(64, -(-share // 64) * 64)
+
+
 def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:
     """A ``block`` plan if the layout has a source-contiguous group K and a
     destination-contiguous group J of at most ``group`` elements each that are
@@ -430,10 +438,9 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
         # permutations of 2.8-12.4 MB that this gives a longer block, most of
         # them a tile of short source rows before, went from 0.22 to 0.28 and
         # 0.27 to 0.34 of the memcpy limit, sets of 14 and 11, geometric
-        # means, 2 threads; one uint8
-        # gather, (37, 19, 32, 131) in order (1, 3, 0, 2), from 0.46-0.58 to
-        # 0.36-0.41); its cost counts them whole below block_l2_min_total and
-        # in chunks from it.
+        # means, 2 threads; one uint8 gather, (37, 19, 32, 131) in order
+        # (1, 3, 0, 2), from 0.46-0.58 to 0.36-0.41); its cost counts them
+        # whole below block_l2_min_total and in chunks from it.
         staged = total >= block_l2_min_total()
         need = 2 if staged else 1
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
@@ -485,8 +492,7 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     # of J).
     seg = jtot
     if not l2 and outer_count < MIN_BLOCK_TASKS:
-        want = -(-MIN_BLOCK_TASKS // outer_count)
-        seg = min(jtot, max(64, (-(-jtot // want) + 63) // 64 * 64))
+        seg = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     segments = -(-jtot // seg)
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
@@ -602,8 +608,7 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         # instead, whole multiples of 64 values, so that two threads get even
         # shares (not rows kept whole for the kernels of short rows back to back).
         want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))   # segments per row
-        share = -(-plan.inner[0] // want)                          # values per segment
-        split_segments(plan, longest=max(64, -(-share // 64) * 64))
+        split_segments(plan, longest=whole_tiles_share(plan.inner[0], want))
         return False
     # Pieces of at least MIN_TILE_PIECE rows: equal ones where k has a divisor
     # that gives them, else pieces of k that the executor cuts itself
