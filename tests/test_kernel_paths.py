@@ -355,6 +355,25 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
         _engine.Plan([7919, 45], colmajor.effective_strides, packed.effective_strides, 32)
 
 
+def _single_block_plan(monkeypatch, change):
+    """The engine's plan of a single-block float32 (21, 31, 23, 41) gather in
+    order (3, 2, 1, 0) (J = 943 values), ``change`` applied to the planner's
+    plan first."""
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        assert plan.main.mode == "block" and plan.main.inner[0] == 943
+        change(plan.main)
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    sizes = (21, 31, 23, 41)
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (3, 2, 1, 0))
+    packed = ds.BufferTensorDesc("float32", sizes)
+    return _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+
+
 @pytest.mark.parametrize("segments,segment_len,match", [
     (2, 400, "segments do not cover"),     # the second segment would start past J
     (1, 900, "segments do not cover"),     # one segment short of J's 943 values
@@ -365,43 +384,26 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
 def test_engine_refuses_block_segments_past_the_group(monkeypatch, segments, segment_len, match):
     # A block's segments index its J offset table: the engine checks that
     # they cover J exactly, every one non-empty, before any kernel runs.
-    plan_copy = _planner.plan_copy
+    def change(main):
+        main.segments, main.segment_len = segments, segment_len
+        main.tasks = main.outer_count * segments
 
-    def broken(*args, **kwargs):
-        plan = plan_copy(*args, **kwargs)
-        assert plan.main.mode == "block" and plan.main.inner[0] == 943
-        plan.main.segments, plan.main.segment_len = segments, segment_len
-        plan.main.tasks = plan.main.outer_count * segments
-        return plan
-
-    monkeypatch.setattr(_planner, "plan_copy", broken)
-    sizes = (21, 31, 23, 41)
-    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (3, 2, 1, 0))
-    packed = ds.BufferTensorDesc("float32", sizes)
     if match is None:
-        _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+        _single_block_plan(monkeypatch, change)
     else:
         with pytest.raises(ValueError, match=match):
-            _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+            _single_block_plan(monkeypatch, change)
 
 
 def test_engine_refuses_a_block_whose_rows_are_not_its_j_group(monkeypatch):
-    plan_copy = _planner.plan_copy
+    def change(main):
+        n, a, b = main.inner
+        main.inner = (n + 64, a, b)
+        main.segments = -(-(n + 64) // main.segment_len)
+        main.tasks = main.outer_count * main.segments
 
-    def broken(*args, **kwargs):
-        plan = plan_copy(*args, **kwargs)
-        n, a, b = plan.main.inner
-        plan.main.inner = (n + 64, a, b)
-        plan.main.segments = -(-(n + 64) // plan.main.segment_len)
-        plan.main.tasks = plan.main.outer_count * plan.main.segments
-        return plan
-
-    monkeypatch.setattr(_planner, "plan_copy", broken)
-    sizes = (21, 31, 23, 41)
-    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (3, 2, 1, 0))
-    packed = ds.BufferTensorDesc("float32", sizes)
     with pytest.raises(ValueError, match="not its J group"):
-        _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 32)
+        _single_block_plan(monkeypatch, change)
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
