@@ -170,6 +170,27 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
         _check_scatter(values, back, _random_buffer(back.total_tensor_size_in_bytes + 64, k))
 
 
+@pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),
+                                       ("int16", 2203, 2017), ("uint16", 1999, 2861)], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_byte_transposes_around_the_from_memory_size(dtype, k, j, level, threads):
+    # One- and two-byte 2-D transposes just under and over 8 MiB, all below the
+    # streaming threshold: under it the tile reads source rows (off a line
+    # boundary) in place, over it through the staged tile, as a copy that
+    # comes from memory.  Gather and scatter (guard bytes past the end), ragged
+    # both ways, against numpy.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    nbytes = k * j * np.dtype(dtype).itemsize
+    assert (7 << 20) < nbytes < _planner.transpose_stream_min()
+    assert not transfer._plan(desc, "gather").describe()["stream"]
+    with _isa_level(level):
+        buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
+        expect = _numpy_gather(buf, desc)
+        assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+        back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
+        _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64])
 def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):

@@ -37,8 +37,10 @@ typedef struct {
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
        stride sj; destination j contiguous, rows k at stride dk.  Covers rows
        k < *kdone and columns j < *jdone; scratch: 21 KiB.  cached: the
-       source is expected in cache (the copy does not stream), which lets
-       some blocks read it in place rather than through a staged tile. */
+       source is expected in cache (a copy too small to come from memory,
+       see tile.c), which lets some blocks read it in place rather than
+       through a staged tile, and asks for the next tile's destination lines
+       into L1 rather than L2. */
     void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                       int64_t kn, int64_t jn, int cached, int64_t *kdone, int64_t *jdone, char *scratch);
     /* The same with streaming stores, destination rows line-aligned (d and

@@ -31,6 +31,21 @@ static inline int rows_crowd_sets(int64_t sj) {
     return 0;
 }
 
+/* Ask for the lines of r[0 .. e] (e >= 0), into L1 when cached, else into
+   L2: a tile from memory has its own lines and the next tile's in flight,
+   more than L1 holds (a tile of one-byte values writes 256 destination
+   rows of one or two lines each). */
+static inline void prefetch_row(const char *r, int64_t e, int cached) {
+    int64_t q;
+    if (cached) {
+        for (q = 0; q < e; q += 64) _mm_prefetch(r + q, _MM_HINT_T0);
+        _mm_prefetch(r + e, _MM_HINT_T0);
+    } else {
+        for (q = 0; q < e; q += 64) _mm_prefetch(r + q, _MM_HINT_T1);
+        _mm_prefetch(r + e, _MM_HINT_T1);
+    }
+}
+
 /* One N x N micro-block (N = 16 / W). */
 static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64_t ds) {
     switch (W) {
@@ -85,12 +100,13 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        more than the straddling loads (on one thread, a 371 x 371 float64
        transpose 1.3x faster than staged, a 1001 x 999 float32 one 1.3x).
        So are 1- and 2-byte values in those blocks when the source is in
-       cache (a copy that does not stream) and its rows do not crowd L1's
-       sets: a 1001 x 777 int16 transpose ran 1.25x faster in place, a 777 x
+       cache (a copy of under 8 MiB, see tile.c) and its rows do not crowd
+       L1's sets: a 1001 x 777 int16 transpose ran 1.25x faster in place, a 777 x
        1333 uint16 one 1.35x, a 1999 x 3001 uint8 one 1.15x (2 threads).
        From memory the staging copy's in-order reads win (a 3333 x 2222
-       uint16 one ran 0.7x in place), and so they do for rows 4097 bytes
-       apart (0.68x in place). */
+       uint16 one ran 0.7x in place, 3550 x 3542 and 3001 x 4999 uint8 ones
+       of 12-14 MB that do not stream 0.75-0.98x), and so they do for rows
+       4097 bytes apart (0.68x in place). */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
     const int avx2 = dmls_isa.level >= DMLS_ISA_AVX2;
     const int in_place = avx2 && (W >= 4 || (cached && !staged && !rows_crowd_sets(sj)));
@@ -115,12 +131,8 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                    and small copies, are in cache already. */
                 int64_t nk = jb + TJ < jf ? kb : ke, nj = jb + TJ < jf ? jb + TJ : 0;
                 int64_t nke = nk + TK < kf ? nk + TK : kf, nje = nj + TJ < jf ? nj + TJ : jf;
-                int64_t e = (nje - nj) * W - 1, q;
-                for (k = nk; k < nke; k++) {
-                    const char *r = d + k * dk + nj * W;
-                    for (q = 0; q < e; q += 64) _mm_prefetch(r + q, _MM_HINT_T0);
-                    _mm_prefetch(r + e, _MM_HINT_T0);
-                }
+                int64_t e = (nje - nj) * W - 1;
+                for (k = nk; k < nke; k++) prefetch_row(d + k * dk + nj * W, e, cached);
             }
             if (sstaged) {
                 if ((ke - kb) * W == 64)
