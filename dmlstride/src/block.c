@@ -299,7 +299,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                                 p->block_lines, 0, 0, tiles);
                 continue;
             }
-            dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, 1, tiles);
+            dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, tiles);
             if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
                 for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k] + j0 * w, db + k * dp, nj * w);
             else

@@ -5,8 +5,8 @@
 /* Generic variants: do nothing and leave the work to the caller's scalar
    code (which handles every remainder anyway). */
 static void transpose_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                           int64_t kn, int64_t jn, int cached, int64_t *kdone, int64_t *jdone, char *scratch) {
-    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)cached; (void)scratch;
+                           int64_t kn, int64_t jn, int flags, int64_t *kdone, int64_t *jdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)flags; (void)scratch;
     *kdone = 0;
     *jdone = 0;
 }

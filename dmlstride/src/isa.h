@@ -32,17 +32,26 @@
 
 enum { DMLS_ISA_GENERIC = 0, DMLS_ISA_SSE2 = 1, DMLS_ISA_SSSE3 = 2, DMLS_ISA_AVX2 = 3 };
 
+/* dmls_isa_t.transpose's flags: where its operands are expected (see tile.c). */
+enum {
+    /* In cache (a copy too small to come from memory, or an L2 buffer):
+       some blocks read the source in place rather than through a staged
+       tile, and the next tile's destination lines are asked for into L1
+       (else into L2). */
+    DMLS_TRANSPOSE_CACHED = 1,
+    /* Past the L2 caches: the source lines of the tile after are asked for
+       too, into L2. */
+    DMLS_TRANSPOSE_SOURCE_AHEAD = 2
+};
+
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
        stride sj; destination j contiguous, rows k at stride dk.  Covers rows
-       k < *kdone and columns j < *jdone; scratch: 21 KiB.  cached: the
-       source is expected in cache (a copy too small to come from memory,
-       see tile.c), which lets some blocks read it in place rather than
-       through a staged tile, and asks for the next tile's destination lines
-       into L1 rather than L2. */
+       k < *kdone and columns j < *jdone; scratch: 21 KiB.  flags:
+       DMLS_TRANSPOSE_* (where the operands are expected). */
     void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                      int64_t kn, int64_t jn, int cached, int64_t *kdone, int64_t *jdone, char *scratch);
+                      int64_t kn, int64_t jn, int flags, int64_t *kdone, int64_t *jdone, char *scratch);
     /* The same with streaming stores, destination rows line-aligned (d and
        dk multiples of 64, jn a multiple of 64 / W); covers rows k < *kdone
        and all jn.  scratch: 37 KiB. */

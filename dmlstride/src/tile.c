@@ -11,10 +11,10 @@ void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t k
 }
 
 void dmls_transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn, int64_t jn,
-                          int cached, char *scratch) {
+                          int flags, char *scratch) {
     int64_t kdone = 0, jb = 0;
     if (dmls_isa.level >= DMLS_ISA_SSE2)
-        dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, cached, &kdone, &jb, scratch);
+        dmls_isa.transpose(w, sj, iss, dj, kds, kn, jn, flags, &kdone, &jb, scratch);
     if (kdone == 0) jb = 0;
     if (jb < jn) dmls_tile(w, sj, dj, kn, w, kds, jb, jn, iss, w, scratch);
     if (kdone < kn && jb > 0)
@@ -41,7 +41,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
         for (k0 = 0; k0 < kn; k0 += kc) {
             n = kn - k0 < kc ? kn - k0 : kc;
             for (j = 0; j < nj; j++) memcpy(sb + j * sp, sj + (j0 + j) * iss + k0 * w, (size_t)(n * w));
-            dmls_transpose_plain(w, sb, sp, db, dp, n, nj, 1, scratch);
+            dmls_transpose_plain(w, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);
             for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds + j0 * w, db + k * dp, nj * w);
         }
     }
@@ -58,24 +58,39 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
    from 0.30 to 0.38 of the memcpy limit, the uint8 ones 1.5-1.8x faster; 16
    of 1.5-6.3 MB ran faster in place (0.56 of the limit against 0.39). */
 #define DMLS_CACHED_TRANSPOSE_BYTES ((int64_t)8 << 20)
+/* From this many bytes, past the L2 caches of both cores, the tile also asks
+   for the source lines of the tile after (DMLS_TRANSPOSE_SOURCE_AHEAD): in
+   one run, on the same buffers, 24 2-D transposes of 10-29 MB (uint8 to
+   float64) went from 0.28 to 0.35 of the memcpy limit, all but one faster,
+   and 16 of 1.5-7.6 MB asking for them too from 0.55 to 0.65, those of 1.5-2
+   MB 0.85-0.95x. */
+#define DMLS_SOURCE_AHEAD_BYTES ((int64_t)4 << 20)
 
-/* Whether the plan's whole copy has fewer bytes than
-   DMLS_CACHED_TRANSPOSE_BYTES (each factor is checked before it multiplies,
-   so nothing overflows).  A task of a transpose cut into pieces of k sees
-   one piece as its tile_size: the pieces count at their full length. */
-static int transpose_cached(const dmls_plan *p) {
+/* Whether the plan's whole copy has fewer than limit bytes (each factor is
+   checked before it multiplies, so nothing overflows).  A task of a
+   transpose cut into pieces of k sees one piece as its tile_size: the
+   pieces count at their full length. */
+static int copy_below(const dmls_plan *p, int64_t limit) {
     const int cut = p->tile_pieces > 1;
     const int64_t f[5] = {p->outer_count, p->inner_size, cut ? p->tile_piece : p->tile_size,
                           cut ? p->tile_pieces : 1, p->width};
     int64_t n = 1;
     int i;
-    if (p->stream) return 0;
     for (i = 0; i < 5; i++) {
         if (f[i] < 1) return 1;
-        if (n > (DMLS_CACHED_TRANSPOSE_BYTES - 1) / f[i]) return 0;
+        if (n > (limit - 1) / f[i]) return 0;
         n *= f[i];
     }
     return 1;
+}
+
+/* Where a plan's transpose finds its operands (DMLS_TRANSPOSE_*): a copy
+   that streams comes from memory whatever its size. */
+static int transpose_flags(const dmls_plan *p) {
+    int flags = 0;
+    if (!p->stream && copy_below(p, DMLS_CACHED_TRANSPOSE_BYTES)) flags |= DMLS_TRANSPOSE_CACHED;
+    if (p->stream || !copy_below(p, DMLS_SOURCE_AHEAD_BYTES)) flags |= DMLS_TRANSPOSE_SOURCE_AHEAD;
+    return flags;
 }
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
@@ -112,7 +127,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
             if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch)))
-                dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_cached(p), scratch);
+                dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_flags(p), scratch);
             return;
         }
     }

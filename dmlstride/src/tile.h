@@ -15,10 +15,10 @@ void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t k
 /* A kn x jn transpose with plain stores: source k contiguous (rows j at
    iss), destination j contiguous (rows k at kds); the SIMD variant where it
    applies, the scalar tile for the rest.  scratch: DMLS_SCRATCH_REGION
-   bytes less the block tables (the kernels take at most 24 KiB).  cached:
-   the source is expected in cache (see dmls_isa_t.transpose). */
+   bytes less the block tables (the kernels take at most 24 KiB).  flags:
+   DMLS_TRANSPOSE_* (isa.h), where the operands are expected. */
 void dmls_transpose_plain(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn,
-                          int cached, char *scratch);
+                          int flags, char *scratch);
 
 /* Inner elements j0..j1 of p's (tile, inner) pair, s and d at the row's
    outer offsets.  scratch: DMLS_SCRATCH_REGION bytes. */
