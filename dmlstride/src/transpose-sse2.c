@@ -72,9 +72,18 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        four lines (a 3001 x 5003 float32 transpose ran 1.2-1.5x faster than
        with one line).  Wider blocks keep one line of k per tile: the tile
        row writes TK destination rows side by side, and more of them at once
-       measured slower (a 24-channel NHWC to NCHW gather, 0.8x). */
+       measured slower (a 24-channel NHWC to NCHW gather, 0.8x).  But from
+       memory (not cached), one- and two-byte values take one line and wider
+       ones two: the tile then writes 64 / W or 128 / W destination rows
+       rather than 256 / W, and its lines stay in L1 beside the next tile's.
+       Timed in one process with the depth switched between samples, 2-D
+       uint8, int16 and uint16 transposes of 10-29 MB ran 1.03-1.25x faster,
+       all 16 of them (0.39 -> 0.43 of the memcpy limit; two lines: 0.41);
+       float32 and float64 ones of 12-24 MB 1.01-1.20x, all 10 (one line:
+       0.96-1.28x).  In cache, 6 MB and smaller, one line was 0.88-1.03x. */
+    const int cached = flags & DMLS_TRANSPOSE_CACHED;
     const int64_t TJ = 64;
-    const int64_t TK = jn <= TJ ? 256 / W : 64 / W;
+    const int64_t TK = jn > TJ ? 64 / W : cached ? 256 / W : W <= 2 ? 64 / W : 128 / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
        micro-blocks in a padded buffer and write each row in one burst.
@@ -109,7 +118,6 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        4097 bytes apart (0.68x in place). */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
     const int avx2 = dmls_isa.level >= DMLS_ISA_AVX2;
-    const int cached = flags & DMLS_TRANSPOSE_CACHED;
     const int in_place = avx2 && (W >= 4 || (cached && !staged && !rows_crowd_sets(sj)));
     const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !in_place)) && sj > DMLS_UNSTAGED_ROW_BYTES;
     const int pfd = kn * dk > ((int64_t)1 << 20);
