@@ -25,6 +25,7 @@ MAX_THREADS: int
 MAX_WORKERS: int
 BLOCK_GROUP: int
 STAGE_ELEMS: int
+CACHED_TRANSPOSE_BYTES: int
 
 class Plan:
     src_extent: int

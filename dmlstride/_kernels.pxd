@@ -27,6 +27,7 @@ cdef extern from "src/plan.h":
         DMLS_COPY_STAGED_BOTH
     int DMLS_BLOCK_GROUP
     int DMLS_STAGE_ELEMS
+    int64_t DMLS_CACHED_TRANSPOSE_BYTES
 
     ctypedef struct dmls_group:
         int ndim

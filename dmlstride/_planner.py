@@ -74,6 +74,24 @@ L2_TILE_RUN = 1024
 #: ... and source rows of at least this many bytes: shorter ones (an NHWC to
 #: NCHW gather of up to 15 float32 or 31 int16 channels) take the cached tile.
 L2_TILE_MIN_SOURCE_ROW = 64
+#: Transposes of at least this many bytes (one side) come from memory, not
+#: cache (the C side's DMLS_CACHED_TRANSPOSE_BYTES, where the tile kernel
+#: stages their source rows and prefetches into L2) ...
+TRANSPOSE_FROM_MEMORY = 8 << 20
+#: ... and such a transpose of one- or two-byte values, whose destination
+#: rows are off line boundaries and which takes neither the L2 buffers nor
+#: the short-row paths, copies segments of this many values rather than 64:
+#: a tile row then writes 256 or 512 bytes of each destination row, with
+#: one partly written line at either end instead of one in every line or two.
+#: Timed in one process on the same buffers with the two plans alternating,
+#: 16 2-D uint8, int16 and uint16 transposes of 10-29 MB went from 0.51 to
+#: 0.57 of the memcpy limit (128 values: 0.54), and in a second run 20 of
+#: 9-29 MB from 0.41 to 0.44 (0.88-1.23x each, 15 of them faster); a third,
+#: with segments that give way to enough tasks where k does not divide (2-D
+#: transposes of a prime number of rows), 20 of 8-29 MB 0.36 -> 0.38 (15
+#: faster, the slowest 0.83x); in cache (5-6 MB) it measured 0.7-1.0x, so
+#: smaller copies keep 64.
+MEMORY_TILE_SEGMENT = 256
 #: MODE tile with at most this many channels takes the small-channel path
 #: (the C side's DMLS_SMALL_TILE).
 SMALL_TILE = 8
@@ -672,6 +690,20 @@ def tile_through_l2(plan: KernelPlan) -> bool:
             and kds % 64 != 0 and not contiguous)
 
 
+def memory_byte_transpose(plan: KernelPlan) -> bool:
+    """Whether a tile plan takes MEMORY_TILE_SEGMENT values per segment: one-
+    or two-byte values, TRANSPOSE_FROM_MEMORY bytes or more (or streaming),
+    source rows of a line or more, destination rows off line boundaries (the
+    plain tile path of plan.h, not the line-aligned streaming one), and rows
+    of at least four such segments."""
+    if plan.mode != "tile" or plan.tile is None or plan.l2 or plan.width > 2:
+        return False
+    k, kss, kds = plan.tile
+    return ((plan.stream or plan.dst_bytes >= TRANSPOSE_FROM_MEMORY) and kss == plan.width
+            and plan.inner[2] == plan.width and k * plan.width >= 64 and kds % 64 != 0
+            and plan.inner[0] >= 4 * MEMORY_TILE_SEGMENT)
+
+
 def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks);
     through L2, destination runs of at least L2_TILE_RUN bytes; none longer
@@ -685,6 +717,15 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
         plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
         if plan.l2:  # at most as many rows as leave room for a chunk of k
             plan.segment_len = min(plan.segment_len, BLOCK_L2_ROOM // 128 // 64 * 64)
+        elif memory_byte_transpose(plan):
+            # When the rows are cut again for more tasks (split_tile_rows:
+            # longest), the longest whole tiles that still give
+            # MIN_TILE_TASKS of them, if any are longer than 64 values.
+            cap = MEMORY_TILE_SEGMENT if longest is None else min(MEMORY_TILE_SEGMENT, longest)
+            for longer in range(cap - cap % 64, 64, -64):
+                if longest is None or -(-inner_n // longer) * plan.outer_count >= MIN_TILE_TASKS:
+                    plan.segment_len = max(plan.segment_len, longer)
+                    break
     if longest is not None:
         plan.segment_len = min(plan.segment_len, longest)
     plan.segments = -(-inner_n // plan.segment_len)

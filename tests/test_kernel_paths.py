@@ -173,17 +173,26 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),
                                        ("int16", 2203, 2017), ("uint16", 1999, 2861)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_byte_transposes_around_the_from_memory_size(dtype, k, j, level, threads):
-    # One- and two-byte 2-D transposes just under and over 8 MiB, all below the
-    # streaming threshold: under it the tile reads source rows (off a line
-    # boundary) in place, over it through the staged tile, as a copy that
-    # comes from memory.  Gather and scatter (guard bytes past the end), ragged
-    # both ways, against numpy.
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_byte_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads):
+    # One- and two-byte 2-D transposes just under and over 8 MiB: under it the
+    # tile reads source rows (off a line boundary) in place, over it through
+    # the staged tile, as a copy that comes from memory, in segments of
+    # MEMORY_TILE_SEGMENT values; below the streaming threshold, and (with it
+    # lowered, but not so far that the L2 buffers take them) streaming.
+    # Gather and scatter (guard bytes past the end), ragged both ways, against
+    # numpy.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     nbytes = k * j * np.dtype(dtype).itemsize
     assert (7 << 20) < nbytes < _planner.transpose_stream_min()
-    assert not transfer._plan(desc, "gather").describe()["stream"]
-    with _isa_level(level):
+    with contextlib.ExitStack() as stack:
+        if stream:
+            stack.enter_context(_stream_threshold(16 << 20))
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["stream"] == stream and plan["l2"] == "none"
+        long_segments = nbytes >= _planner.TRANSPOSE_FROM_MEMORY or stream
+        assert (plan["segment"] > 64) == long_segments
+        stack.enter_context(_isa_level(level))
         buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
         expect = _numpy_gather(buf, desc)
         assert ds.gather(buf, desc).tobytes() == expect.tobytes()

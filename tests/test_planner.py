@@ -16,6 +16,7 @@ def test_c_limits_agree_with_python():
     assert _engine.MAX_WORKERS == _limits.MAX_THREADS - 1
     assert _engine.BLOCK_GROUP == _planner.BLOCK_GROUP
     assert _engine.STAGE_ELEMS == _planner.STAGE_ELEMS
+    assert _engine.CACHED_TRANSPOSE_BYTES == _planner.TRANSPOSE_FROM_MEMORY
 
 
 def test_size_one_dims_dropped_and_contiguous_dims_merged():
@@ -76,6 +77,59 @@ def test_segments_cover_long_rows():
     plan = _planner.plan_copy([1 << 20], [1], [1], 8).main
     assert plan.segments * plan.segment_len >= plan.inner[0] > (plan.segments - 1) * plan.segment_len
     assert plan.tasks == plan.segments > 1
+
+
+def _transpose_2d(rows, cols, bits):
+    # A column-major rows x cols matrix gathered to row-major.
+    return _planner.plan_copy([rows, cols], [1, rows], [cols, 1], bits).main
+
+
+@pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (4001, 4441, 8),
+                                            (2400, 2222, 16), (3000, 4001, 8)])
+def test_byte_transposes_from_memory_take_long_segments(rows, cols, bits):
+    # One- and two-byte transposes of TRANSPOSE_FROM_MEMORY bytes or more, with
+    # destination rows off line boundaries and rows of at least four long
+    # segments, copy MEMORY_TILE_SEGMENT values per segment (k cut into equal
+    # pieces where that leaves too few tasks), and cover the rows exactly.
+    plan = _transpose_2d(rows, cols, bits)
+    width = bits // 8
+    assert rows * cols * width >= _planner.TRANSPOSE_FROM_MEMORY
+    assert plan.mode == "tile" and not plan.l2 and plan.tile[2] % 64 != 0
+    assert _planner.memory_byte_transpose(plan)
+    assert plan.segment_len == _planner.MEMORY_TILE_SEGMENT
+    assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
+    assert plan.tasks == plan.outer_count * plan.segments * plan.tile_pieces >= _planner.MIN_TILE_TASKS
+    assert plan.outer_count * plan.tile[0] == rows
+
+
+@pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
+                                                    (1999, 2861, 16, 128), (8193, 1025, 8, 64)])
+def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
+    # Where k has no divisor that brings the tasks to MIN_TILE_TASKS, the rows
+    # are cut into shorter segments again: the longest whole 64-value tiles up
+    # to about MIN_TILE_TASKS of them that still give that many tasks (2861
+    # values: 16 of 192 would be 15, so 128), else 64 values, as for any
+    # transpose (1025 values in segments of 128 would leave 9 tasks).
+    plan = _transpose_2d(rows, cols, bits)
+    assert _planner.memory_byte_transpose(plan)
+    assert plan.segment_len == segment
+    assert plan.tasks >= _planner.MIN_TILE_TASKS
+    assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
+
+
+@pytest.mark.parametrize("rows,cols,bits,why", [
+    (1777, 1501, 16, "in cache"),          # 5.1 MB
+    (2047, 2047, 8, "in cache"),           # 4.0 MB, just under
+    (1901, 1777, 32, "four-byte values"),
+    (8192, 1024, 8, "rows line-aligned"),  # 1024-byte destination rows
+    (16001, 1000, 8, "short rows"),        # 1000 values: fewer than four segments
+    (5011, 7919, 8, "through L2"),         # 39.7 MB: the L2 buffers take it
+])
+def test_other_transposes_keep_short_segments(rows, cols, bits, why):
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile"
+    assert not _planner.memory_byte_transpose(plan), why
+    assert plan.segment_len < _planner.MEMORY_TILE_SEGMENT or plan.segment_len == cols or plan.l2, why
 
 
 def test_plan_refuses_what_no_descriptor_can_produce():

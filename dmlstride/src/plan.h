@@ -81,6 +81,11 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
     *jc = j;
     *kc = k;
 }
+/* MODE_TILE: a copy of at least this many bytes (one side) comes from
+   memory, not cache, whether it streams or not: see tile.c for what its
+   transposes do differently, and the planner (TRANSPOSE_FROM_MEMORY) for its
+   segments. */
+#define DMLS_CACHED_TRANSPOSE_BYTES ((int64_t)8 << 20)
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them), unless there are more
    than 4 that a SIMD kernel takes (execute.c, few_channels). */

@@ -48,7 +48,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     return 1;
 }
 
-/* A transpose of fewer bytes than this (one side) runs from cache: its
+/* A transpose of fewer than DMLS_CACHED_TRANSPOSE_BYTES (one side) runs from cache: its
    source and destination together stay within half the L3, and the tile
    reads its source rows in place where it can (see dmls_isa_t.transpose).
    A larger one, streaming or not, comes from memory: its source rows are
@@ -56,8 +56,8 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
    asked for into L2 rather than L1.  Against the in-place reads, 16 2-D
    transposes of 10-60 MB (uint8, int16, uint16, float32; 2 threads) went
    from 0.30 to 0.38 of the memcpy limit, the uint8 ones 1.5-1.8x faster; 16
-   of 1.5-6.3 MB ran faster in place (0.56 of the limit against 0.39). */
-#define DMLS_CACHED_TRANSPOSE_BYTES ((int64_t)8 << 20)
+   of 1.5-6.3 MB ran faster in place (0.56 of the limit against 0.39).
+   The size is DMLS_CACHED_TRANSPOSE_BYTES (plan.h). */
 /* From this many bytes, past the L2 caches of both cores, the tile also asks
    for the source lines of the tile after (DMLS_TRANSPOSE_SOURCE_AHEAD): in
    one run, on the same buffers, 24 2-D transposes of 10-29 MB (uint8 to
