@@ -78,11 +78,12 @@ L2_TILE_MIN_SOURCE_ROW = 64
 #: cache (the C side's DMLS_CACHED_TRANSPOSE_BYTES, where the tile kernel
 #: stages their source rows and prefetches into L2) ...
 TRANSPOSE_FROM_MEMORY = 8 << 20
-#: ... and such a transpose of one- or two-byte values, whose destination
-#: rows are off line boundaries and which takes neither the L2 buffers nor
-#: the short-row paths, copies segments of this many values rather than 64:
-#: a tile row then writes 256 or 512 bytes of each destination row, with
-#: one partly written line at either end instead of one in every line or two.
+#: ... and such a transpose whose destination rows are off line boundaries
+#: and which takes neither the L2 buffers nor the short-row paths copies
+#: segments of this many values rather than 64: a tile row then writes 256
+#: bytes or more of each destination row, with one partly written line at
+#: either end instead of one in every line or two (of one- and two-byte
+#: values).
 #: Timed in one process on the same buffers with the two plans alternating,
 #: 16 2-D uint8, int16 and uint16 transposes of 10-29 MB went from 0.51 to
 #: 0.57 of the memcpy limit (128 values: 0.54), and in a second run 20 of
@@ -90,7 +91,10 @@ TRANSPOSE_FROM_MEMORY = 8 << 20
 #: with segments that give way to enough tasks where k does not divide (2-D
 #: transposes of a prime number of rows), 20 of 8-29 MB 0.36 -> 0.38 (15
 #: faster, the slowest 0.83x); in cache (5-6 MB) it measured 0.7-1.0x, so
-#: smaller copies keep 64.
+#: smaller copies keep 64.  Four- and eight-byte values, two sets of 7 2-D
+#: float32, float64, int32 and uint32 transposes of 12-25 MB: 0.70 -> 0.78
+#: and 0.74 -> 0.82 (float32 0.96-1.33x each, float64 0.90-1.24x; 128
+#: values: 0.75 and 0.81).
 MEMORY_TILE_SEGMENT = 256
 #: MODE tile with at most this many channels takes the small-channel path
 #: (the C side's DMLS_SMALL_TILE).
@@ -690,13 +694,13 @@ def tile_through_l2(plan: KernelPlan) -> bool:
             and kds % 64 != 0 and not contiguous)
 
 
-def memory_byte_transpose(plan: KernelPlan) -> bool:
-    """Whether a tile plan takes MEMORY_TILE_SEGMENT values per segment: one-
-    or two-byte values, TRANSPOSE_FROM_MEMORY bytes or more (or streaming),
+def memory_tile_segments(plan: KernelPlan) -> bool:
+    """Whether a tile plan takes MEMORY_TILE_SEGMENT values per segment:
+    TRANSPOSE_FROM_MEMORY bytes or more (or streaming),
     source rows of a line or more, destination rows off line boundaries (the
     plain tile path of plan.h, not the line-aligned streaming one), and rows
     of at least four such segments."""
-    if plan.mode != "tile" or plan.tile is None or plan.l2 or plan.width > 2:
+    if plan.mode != "tile" or plan.tile is None or plan.l2:
         return False
     k, kss, kds = plan.tile
     return ((plan.stream or plan.dst_bytes >= TRANSPOSE_FROM_MEMORY) and kss == plan.width
@@ -717,7 +721,7 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
         plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
         if plan.l2:  # at most as many rows as leave room for a chunk of k
             plan.segment_len = min(plan.segment_len, BLOCK_L2_ROOM // 128 // 64 * 64)
-        elif memory_byte_transpose(plan):
+        elif memory_tile_segments(plan):
             # When the rows are cut again for more tasks (split_tile_rows:
             # longest), the longest whole tiles that still give
             # MIN_TILE_TASKS of them, if any are longer than 64 values.

@@ -171,12 +171,13 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
 
 
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),
-                                       ("int16", 2203, 2017), ("uint16", 1999, 2861)], ids=str)
+                                       ("int16", 2203, 2017), ("uint16", 1999, 2861), ("float32", 1452, 1453),
+                                       ("float64", 1040, 1031)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_byte_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads):
-    # One- and two-byte 2-D transposes just under and over 8 MiB: under it the
-    # tile reads source rows (off a line boundary) in place, over it through
+def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads):
+    # 2-D transposes just under and over 8 MiB: under it the tile reads one-
+    # and two-byte source rows (off a line boundary) in place, over it through
     # the staged tile, as a copy that comes from memory, in segments of
     # MEMORY_TILE_SEGMENT values; below the streaming threshold, and (with it
     # lowered, but not so far that the L2 buffers take them) streaming.

@@ -85,9 +85,10 @@ def _transpose_2d(rows, cols, bits):
 
 
 @pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (4001, 4441, 8),
-                                            (2400, 2222, 16), (3000, 4001, 8)])
-def test_byte_transposes_from_memory_take_long_segments(rows, cols, bits):
-    # One- and two-byte transposes of TRANSPOSE_FROM_MEMORY bytes or more, with
+                                            (2400, 2222, 16), (3000, 4001, 8), (1900, 1777, 32),
+                                            (1000, 1999, 64)])
+def test_transposes_from_memory_take_long_segments(rows, cols, bits):
+    # Transposes of TRANSPOSE_FROM_MEMORY bytes or more, with
     # destination rows off line boundaries and rows of at least four long
     # segments, copy MEMORY_TILE_SEGMENT values per segment (k cut into equal
     # pieces where that leaves too few tasks), and cover the rows exactly.
@@ -95,7 +96,7 @@ def test_byte_transposes_from_memory_take_long_segments(rows, cols, bits):
     width = bits // 8
     assert rows * cols * width >= _planner.TRANSPOSE_FROM_MEMORY
     assert plan.mode == "tile" and not plan.l2 and plan.tile[2] % 64 != 0
-    assert _planner.memory_byte_transpose(plan)
+    assert _planner.memory_tile_segments(plan)
     assert plan.segment_len == _planner.MEMORY_TILE_SEGMENT
     assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
     assert plan.tasks == plan.outer_count * plan.segments * plan.tile_pieces >= _planner.MIN_TILE_TASKS
@@ -111,7 +112,7 @@ def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
     # values: 16 of 192 would be 15, so 128), else 64 values, as for any
     # transpose (1025 values in segments of 128 would leave 9 tasks).
     plan = _transpose_2d(rows, cols, bits)
-    assert _planner.memory_byte_transpose(plan)
+    assert _planner.memory_tile_segments(plan)
     assert plan.segment_len == segment
     assert plan.tasks >= _planner.MIN_TILE_TASKS
     assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
@@ -120,7 +121,7 @@ def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
 @pytest.mark.parametrize("rows,cols,bits,why", [
     (1777, 1501, 16, "in cache"),          # 5.1 MB
     (2047, 2047, 8, "in cache"),           # 4.0 MB, just under
-    (1901, 1777, 32, "four-byte values"),
+    (1201, 1301, 32, "in cache"),           # 6.0 MB
     (8192, 1024, 8, "rows line-aligned"),  # 1024-byte destination rows
     (16001, 1000, 8, "short rows"),        # 1000 values: fewer than four segments
     (5011, 7919, 8, "through L2"),         # 39.7 MB: the L2 buffers take it
@@ -128,7 +129,7 @@ def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
 def test_other_transposes_keep_short_segments(rows, cols, bits, why):
     plan = _transpose_2d(rows, cols, bits)
     assert plan.mode == "tile"
-    assert not _planner.memory_byte_transpose(plan), why
+    assert not _planner.memory_tile_segments(plan), why
     assert plan.segment_len < _planner.MEMORY_TILE_SEGMENT or plan.segment_len == cols or plan.l2, why
 
 
