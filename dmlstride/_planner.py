@@ -82,8 +82,8 @@ TRANSPOSE_FROM_MEMORY = 8 << 20
 #: and which takes neither the L2 buffers nor the short-row paths copies
 #: segments of this many values rather than 64: a tile row then writes 256
 #: bytes or more of each destination row, with one partly written line at
-#: either end instead of one in every line or two (of one- and two-byte
-#: values).
+#: either end, where 64 one- or two-byte values left one in every line or
+#: two (memory_tile_segments).
 #: Timed in one process on the same buffers with the two plans alternating,
 #: 16 2-D uint8, int16 and uint16 transposes of 10-29 MB went from 0.51 to
 #: 0.57 of the memcpy limit (128 values: 0.54), and in a second run 20 of
@@ -696,10 +696,10 @@ def tile_through_l2(plan: KernelPlan) -> bool:
 
 def memory_tile_segments(plan: KernelPlan) -> bool:
     """Whether a tile plan takes MEMORY_TILE_SEGMENT values per segment:
-    TRANSPOSE_FROM_MEMORY bytes or more (or streaming),
-    source rows of a line or more, destination rows off line boundaries (the
-    plain tile path of plan.h, not the line-aligned streaming one), and rows
-    of at least four such segments."""
+    TRANSPOSE_FROM_MEMORY bytes or more (or streaming), source rows of a line
+    or more, destination rows off line boundaries (the plain tile path of
+    tile.c, not the line-aligned streaming one), no L2 buffers, and rows of at
+    least four such segments."""
     if plan.mode != "tile" or plan.tile is None or plan.l2:
         return False
     k, kss, kds = plan.tile

@@ -48,22 +48,23 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     return 1;
 }
 
-/* A transpose of fewer than DMLS_CACHED_TRANSPOSE_BYTES (one side) runs from cache: its
-   source and destination together stay within half the L3, and the tile
-   reads its source rows in place where it can (see dmls_isa_t.transpose).
-   A larger one, streaming or not, comes from memory: its source rows are
-   read through the staged tile and the next tile's destination lines are
-   asked for into L2 rather than L1.  Against the in-place reads, 16 2-D
-   transposes of 10-60 MB (uint8, int16, uint16, float32; 2 threads) went
-   from 0.30 to 0.38 of the memcpy limit, the uint8 ones 1.5-1.8x faster; 16
-   of 1.5-6.3 MB ran faster in place (0.56 of the limit against 0.39).
-   The size is DMLS_CACHED_TRANSPOSE_BYTES (plan.h). */
-/* From this many bytes, past the L2 caches of both cores, the tile also asks
-   for the source lines of the tile after (DMLS_TRANSPOSE_SOURCE_AHEAD): in
-   one run, on the same buffers, 24 2-D transposes of 10-29 MB (uint8 to
-   float64) went from 0.28 to 0.35 of the memcpy limit, all but one faster,
-   and 16 of 1.5-7.6 MB asking for them too from 0.55 to 0.65, those of 1.5-2
-   MB 0.85-0.95x. */
+/* Where a tile plan's transpose finds its operands (DMLS_TRANSPOSE_*).  A
+   copy of fewer than DMLS_CACHED_TRANSPOSE_BYTES (plan.h, one side) that
+   does not stream runs from cache: its source and destination together stay
+   within half the L3, and the tile reads its source rows in place where it
+   can (see dmls_isa_t.transpose).  A larger one, or one that streams, comes
+   from memory: its source rows are read through the staged tile and the
+   next tile's destination lines are asked for into L2 rather than L1.
+   Against the in-place reads, 16 2-D transposes of 10-60 MB (uint8, int16,
+   uint16, float32; 2 threads) went from 0.30 to 0.38 of the memcpy limit,
+   the uint8 ones 1.5-1.8x faster; 16 of 1.5-6.3 MB ran faster in place
+   (0.56 of the limit against 0.39).
+
+   From DMLS_SOURCE_AHEAD_BYTES, past the L2 caches of both cores, the tile
+   also asks for the source lines of the tile after: in one run, on the same
+   buffers, 24 2-D transposes of 10-29 MB (uint8 to float64) went from 0.28
+   to 0.35 of the memcpy limit, all but one faster, and 16 of 1.5-7.6 MB
+   asking for them too from 0.55 to 0.65, those of 1.5-2 MB 0.85-0.95x. */
 #define DMLS_SOURCE_AHEAD_BYTES ((int64_t)4 << 20)
 
 /* Whether the plan's whole copy has fewer than limit bytes (each factor is
@@ -84,8 +85,8 @@ static int copy_below(const dmls_plan *p, int64_t limit) {
     return 1;
 }
 
-/* Where a plan's transpose finds its operands (DMLS_TRANSPOSE_*): a copy
-   that streams comes from memory whatever its size. */
+/* The flags of a plan's transpose (see above): a copy that streams comes
+   from memory whatever its size. */
 static int transpose_flags(const dmls_plan *p) {
     int flags = 0;
     if (!p->stream && copy_below(p, DMLS_CACHED_TRANSPOSE_BYTES)) flags |= DMLS_TRANSPOSE_CACHED;

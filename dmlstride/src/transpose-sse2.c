@@ -33,8 +33,8 @@ static inline int rows_crowd_sets(int64_t sj) {
 
 /* Ask for the lines of r[0 .. e] (e >= 0), into L1 when cached, else into
    L2: a tile from memory has its own lines and the next tile's in flight,
-   more than L1 holds (a tile of one-byte values writes 256 destination
-   rows of one or two lines each). */
+   more than L1 holds (a tile of one-byte values four lines deep writes 256
+   destination rows of one or two lines each). */
 static inline void prefetch_row(const char *r, int64_t e, int cached) {
     int64_t q;
     if (cached) {
@@ -110,8 +110,9 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        transpose 1.3x faster than staged, a 1001 x 999 float32 one 1.3x).
        So are 1- and 2-byte values in those blocks when the source is in
        cache (a copy of under 8 MiB, see tile.c) and its rows do not crowd
-       L1's sets: a 1001 x 777 int16 transpose ran 1.25x faster in place, a 777 x
-       1333 uint16 one 1.35x, a 1999 x 3001 uint8 one 1.15x (2 threads).
+       L1's sets: a 1001 x 777 int16 transpose ran 1.25x faster in place, a
+       777 x 1333 uint16 one 1.35x, a 1999 x 3001 uint8 one 1.15x (2
+       threads).
        From memory the staging copy's in-order reads win (a 3333 x 2222
        uint16 one ran 0.7x in place, 3550 x 3542 and 3001 x 4999 uint8 ones
        of 12-14 MB that do not stream 0.75-0.98x), and so they do for rows
