@@ -66,31 +66,33 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
    to 0.35 of the memcpy limit, all but one faster, and 16 of 1.5-7.6 MB
    asking for them too from 0.55 to 0.65, those of 1.5-2 MB 0.85-0.95x. */
 #define DMLS_SOURCE_AHEAD_BYTES ((int64_t)4 << 20)
+typedef char dmls_source_ahead_below_cached[DMLS_SOURCE_AHEAD_BYTES <= DMLS_CACHED_TRANSPOSE_BYTES ? 1 : -1];
 
-/* Whether the plan's whole copy has fewer than limit bytes (each factor is
-   checked before it multiplies, so nothing overflows).  A task of a
-   transpose cut into pieces of k sees one piece as its tile_size: the
-   pieces count at their full length. */
-static int copy_below(const dmls_plan *p, int64_t limit) {
+/* The bytes of the plan's whole copy, or cap when there are cap or more
+   (each factor is checked before it multiplies, so nothing overflows).  A
+   task of a transpose cut into pieces of k sees one piece as its
+   tile_size: the pieces count at their full length. */
+static int64_t copy_bytes_upto(const dmls_plan *p, int64_t cap) {
     const int cut = p->tile_pieces > 1;
     const int64_t f[5] = {p->outer_count, p->inner_size, cut ? p->tile_piece : p->tile_size,
                           cut ? p->tile_pieces : 1, p->width};
     int64_t n = 1;
     int i;
     for (i = 0; i < 5; i++) {
-        if (f[i] < 1) return 1;
-        if (n > (limit - 1) / f[i]) return 0;
+        if (f[i] < 1) return 0;
+        if (n > (cap - 1) / f[i]) return cap;
         n *= f[i];
     }
-    return 1;
+    return n;
 }
 
 /* The flags of a plan's transpose (see above): a copy that streams comes
    from memory whatever its size. */
 static int transpose_flags(const dmls_plan *p) {
+    const int64_t bytes = copy_bytes_upto(p, DMLS_CACHED_TRANSPOSE_BYTES);
     int flags = 0;
-    if (!p->stream && copy_below(p, DMLS_CACHED_TRANSPOSE_BYTES)) flags |= DMLS_TRANSPOSE_CACHED;
-    if (p->stream || !copy_below(p, DMLS_SOURCE_AHEAD_BYTES)) flags |= DMLS_TRANSPOSE_SOURCE_AHEAD;
+    if (!p->stream && bytes < DMLS_CACHED_TRANSPOSE_BYTES) flags |= DMLS_TRANSPOSE_CACHED;
+    if (p->stream || bytes >= DMLS_SOURCE_AHEAD_BYTES) flags |= DMLS_TRANSPOSE_SOURCE_AHEAD;
     return flags;
 }
 

@@ -83,7 +83,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        0.96-1.28x).  In cache, 6 MB and smaller, one line was 0.88-1.03x. */
     const int cached = flags & DMLS_TRANSPOSE_CACHED;
     const int64_t TJ = 64;
-    const int64_t TK = jn > TJ ? 64 / W : cached ? 256 / W : W <= 2 ? 64 / W : 128 / W;
+    const int64_t TK = (jn > TJ ? 64 : cached ? 256 : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
        micro-blocks in a padded buffer and write each row in one burst.
