@@ -827,6 +827,41 @@ def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, 
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("bands", [1, 3, 5])
+@pytest.mark.parametrize("cols", [16, 37, 70])
+@pytest.mark.parametrize("src_pitch", ["4k-apart", "off-lines", "packed"])
+@pytest.mark.parametrize("dst_pitch", ["4k-apart", "lines", "lines-skewed"])
+def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols, src_pitch, dst_pitch,
+                                                              streaming, threads):
+    # Line-aligned destination rows are written one whole line per band of
+    # 64 / W source rows read in place along all their columns: whole bands
+    # only (1, 3 or 5 of them, not a multiple of 64 rows), a last strip of
+    # micro-block rows that overlaps the one before (37 and 70 columns), source
+    # rows a multiple of 4 KiB apart or off line boundaries, destination rows a
+    # multiple of 4 KiB apart or of a line, or the destination 16 bytes past a
+    # line (a band's first and last columns then take the ordinary path).  Every
+    # byte of the destination buffer, guards included, against numpy.
+    w = np.dtype(ds.numpy_dtype(dtype)).itemsize
+    rows = bands * 64 // w
+    spitch = {"4k-apart": 4096 // w * -(-cols * w // 4096), "off-lines": cols + 3, "packed": cols}[src_pitch]
+    dpitch = 4096 // w if dst_pitch == "4k-apart" else -(-rows * w // 64) * 64 // w + 64 // w
+    skew = 16 if dst_pitch == "lines-skewed" else 0
+    src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [spitch, 1])
+    dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dpitch])
+    plan = _engine.Plan([rows, cols], [spitch, 1], [1, dpitch], src_desc.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, rows * cols + spitch)
+    nbytes = dst_desc.total_tensor_size_in_bytes + skew + 64
+    raw = _random_buffer(nbytes + 64, dpitch)
+    start = (-raw.ctypes.data) % 64
+    dst = raw[start:start + nbytes]
+    before = dst.tobytes()
+    expect = _expected_copy(src, src_desc, before, dst_desc, skew)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=skew, check_alignment=False)
+    assert dst.tobytes() == expect
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("columns", [33, 45, 57])
 @pytest.mark.parametrize("rows", [1000, 2049])
 def test_streaming_gather_of_many_ragged_columns(dtype, columns, rows, streaming, threads):

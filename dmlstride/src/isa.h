@@ -54,7 +54,7 @@ typedef struct {
                       int64_t kn, int64_t jn, int flags, int64_t *kdone, int64_t *jdone, char *scratch);
     /* The same with streaming stores, destination rows line-aligned (d and
        dk multiples of 64, jn a multiple of 64 / W); covers rows k < *kdone
-       and all jn.  scratch: 37 KiB. */
+       and all jn.  Uses no scratch. */
     void (*nt_transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                          int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
     /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W,

@@ -354,25 +354,21 @@ static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, 
 
 /* Transpose rows k0..k1 (k1 - k0 a multiple of 16 / W) by columns j < nj
    (a multiple of 16 / W) of a source (row j of k at sb + j * ss + k * W)
-   into buf, destination row k at (k - k0) * pitch.  by_rows (a constant
-   at each call): a group of 16 / W source rows at a time, each group read
-   along the whole band before the next, so a few rows are read as runs of
-   lines at a time instead of every row of the band a micro-block at a
-   time.  That order is for bands of many rows read straight from memory:
-   with 40 or 48 float32 channels (an NCHW to NHWC gather of 64 MB), the
-   k-major order read 40-48 rows side by side, more streams than the
-   hardware prefetcher follows, and ran at 0.65-0.7x of it. */
+   into buf, destination row k at (k - k0) * pitch: a group of 16 / W
+   source rows at a time, each group read along the whole band before the
+   next, so a few rows are read as runs of lines at a time instead of every
+   row of the band a micro-block at a time.  That order is for bands of
+   many rows read straight from memory: with 40 or 48 float32 channels (an
+   NCHW to NHWC gather of 64 MB), the k-major order read 40-48 rows side by
+   side, more streams than the hardware prefetcher follows, and ran at
+   0.65-0.7x of it. */
 static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
-                                       int64_t nj, char *buf, int64_t pitch, const int by_rows) {
+                                       int64_t nj, char *buf, int64_t pitch) {
     const int64_t N = 16 / W;
-    const int64_t outer = by_rows ? nj : k1 - k0, inner = by_rows ? k1 - k0 : nj;
-    int64_t a, b, k, j;
-    for (a = 0; a < outer; a += N)
-        for (b = 0; b < inner; b += N) {
-            j = by_rows ? a : b;
-            k = k0 + (by_rows ? b : a);
+    int64_t k, j;
+    for (j = 0; j < nj; j += N)
+        for (k = k0; k < k1; k += N)
             simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
-        }
 }
 
 /* Source rows on the same line offset but off a line boundary (the
@@ -386,78 +382,47 @@ static inline int64_t dmls_line_head(int W, const char *s, int64_t sj) {
 }
 
 /* Destination rows line-aligned (d and dk multiples of 64) and jn a
-   multiple of 64 / W: passes of up to 64 j (source rows) by TK k; in a
-   pass, each group of N k rows gets its lines for all the pass's j written
-   one after another (up to 256 bytes per row for 4-byte elements, 512 for
-   8), so that DRAM sees runs of lines rather than one line per row: with
-   rows a power of two apart, single lines land in one bank and a 4096 x
-   4096 float32 transpose ran at a third of the speed of a 4112 x 4112 one.
-   Source rows a multiple of 4 KiB apart would share one L1 set while the
-   pass walks down them, and rows off a line boundary straddle lines: both
-   are copied to a padded buffer first (not short rows: DMLS_UNSTAGED_ROW_BYTES).
-   Covers rows k < *kdone (all of
-   them when kn >= 16 / W) and all jn. */
+   multiple of 64 / W: bands of E = 64 / W source rows (j), each read along
+   all of k, N = 16 / W rows of k at a time, so that every destination row
+   gets one whole line per band, written with streaming stores.  A band
+   reads as few source rows side by side as whole lines allow (16 for
+   float32), in place.  Passes of 64 source rows by 64 k instead (four
+   lines per float32 destination row), with source rows 4 KiB apart or off
+   line boundaries staged in an L1 buffer and destination rows a multiple
+   of 4 KiB apart too, measured 0.69 of the memcpy limit against 0.98 on 9
+   transposes of 32-64 MB with both sides line-aligned (geometric mean of
+   their gathers and scatters; float32 4096 x 4096 1.46x, uint8 8192 x 8192
+   1.31x) and 0.65 against 0.79 on 12 other 2-D, NHWC and NDHWC shapes of
+   15-62 MB (the rows this path takes 1.08-2.2x, one 0.94x); 2 threads, the
+   two in one process on the same buffers, alternating.  Covers rows
+   k < *kdone (all of them when kn >= N) and all jn. */
 static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t dk,
                               int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
-    enum { SP = 256 + 16, JB = 64 };
-    char *sst = scratch;                    /* JB * SP bytes */
-    const int64_t N = 16 / W, E = 64 / W, TK = 256 / W;
-    const int sstaged = (sj % 4096 == 0 || sj % 64 != 0) && sj > DMLS_UNSTAGED_ROW_BYTES;
-    /* Destination rows a multiple of 4 KiB apart: the four rows of a line
-       strip written in turn ran at 0.65x the speed of rows 4112 floats
-       apart.  Transposing a pass into an L1 buffer and streaming each row's
-       lines out in one burst recovers most of it (measured 1.5x on a 4096 x
-       4096 float32 transpose); for other row distances the extra copy costs
-       more than it saves. */
-    const int64_t DP = 64 * W + 16;
-    char *dst = scratch + JB * SP;          /* TK * DP <= 20 KiB */
-    const int dstaged = dk % 4096 == 0;
+    const int64_t N = 16 / W, E = 64 / W;
     const int64_t kf = kn - kn % N;
-    /* Rows past the last whole micro-block row (7 channels leave 3 of 4)
-       as one more band of N rows ending at kn: it overlaps the band
-       before, whose rows are written twice with the same values (source
-       and destination never overlap).  Element by element they took 3/7
-       of a 7-channel float32 NHWC to NCHW conversion's work. */
-    const int64_t kend = kf < kn && kf >= N ? kn : kf;
-    const int64_t head = dmls_line_head(W, s, sj);
-    int64_t j0, nj, jb, kb, ke, k;
-    for (j0 = 0; j0 < jn; j0 += JB) {
-        nj = jn - j0 < JB ? jn - j0 : JB;  /* a multiple of E, as jn and JB are */
-        for (kb = 0; kb < kend; kb = ke) {
-            const char *sb = s + j0 * sj;
-            int64_t ss = sj;
-            if (kb >= kf) {
-                kb = kn - N;
-                ke = kn;
-            } else {
-                ke = kb == 0 && head > 0 ? head : kb + TK;
-                if (ke > kf) ke = kf;
-            }
-            if (sstaged) {
-                sb = dmls_stage_rows(sst, SP, sb + kb * W, sj, nj, (ke - kb) * W) - kb * W;
-                ss = SP;
-            }
-            if (dstaged) {
-                dmls_band_to_buffer(W, sb, ss, kb, ke, nj, dst, DP, 0);
-                for (k = kb; k < ke; k++)   /* nj * W: whole lines */
-                    dmls_copy_body(d + k * dk + j0 * W, dst + (k - kb) * DP, nj * W, 1);
-                continue;
-            }
-            for (k = kb; k < ke; k += N) {
-                for (jb = 0; jb < nj; jb += E) {
-                    const char *sp = sb + jb * ss + k * W;
-                    char *dp = d + k * dk + (j0 + jb) * W;
-                    switch (W) {
-                    case 1: dmls_line1(sp, ss, dp, dk); break;
-                    case 2: dmls_line2(sp, ss, dp, dk); break;
-                    case 4: dmls_line4(sp, ss, dp, dk); break;
-                    default: dmls_line8(sp, ss, dp, dk); break;
-                    }
-                }
+    int64_t j0, k, kk;
+    (void)scratch;
+    *kdone = kf == 0 ? 0 : kn;
+    if (kf == 0)
+        return;
+    for (j0 = 0; j0 < jn; j0 += E) {   /* jn is a multiple of E */
+        const char *sb = s + j0 * sj;
+        char *db = d + j0 * W;
+        for (k = 0; k < kn; k += N) {
+            /* Rows past the last whole micro-block row (7 channels leave 3 of 4)
+               as one more strip of N rows ending at kn: it overlaps the strip
+               before, whose rows are written twice with the same values (source
+               and destination never overlap).  Element by element they took 3/7
+               of a 7-channel float32 NHWC to NCHW conversion's work. */
+            kk = k < kf ? k : kn - N;
+            switch (W) {
+            case 1: dmls_line1(sb + kk, sj, db + kk * dk, dk); break;
+            case 2: dmls_line2(sb + kk * 2, sj, db + kk * dk, dk); break;
+            case 4: dmls_line4(sb + kk * 4, sj, db + kk * dk, dk); break;
+            default: dmls_line8(sb + kk * 8, sj, db + kk * dk, dk); break;
             }
         }
     }
-    *kdone = kend;
 }
 
 /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
@@ -488,7 +453,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, 1);
+        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
         dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
     }
     *kdone = kf;
