@@ -292,8 +292,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
             n = kn - k0 < kc ? kn - k0 : kc;
-            for (j = 0; j < nj; j++)
-                memcpy(sb + j * sp, s + js[j0 + j] + k0 * w, (size_t)(n * w));
+            dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
                                 p->block_lines, 0, 0, tiles);

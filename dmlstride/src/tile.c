@@ -21,6 +21,35 @@ void dmls_transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t 
         dmls_tile(w, sj + kdone * w, dj + kdone * kds, kn - kdone, w, kds, 0, jb, iss, w, scratch);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define DMLS_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#else
+#define DMLS_PREFETCH_L2(p) ((void)(p))
+#endif
+
+/* The rows of a chunk are short runs (a KiB or so) from as many places,
+   each of which the hardware prefetcher only follows once it is under way:
+   asking for the lines of the row two ahead lets their misses overlap this
+   row's copy.  In one process on the same buffers, the two alternating
+   (2 threads), the 14 gathers and scatters of 8 unnamed 5-D and 6-D
+   permutations of 17-56 MB that go through L2 went from 0.46 to 0.56 of
+   the memcpy limit (geometric mean; 1.02-1.53x each), 10 of 5 2-D
+   transposes of 38-57 MB with rows off line boundaries from 0.45 to 0.48
+   (0.95-1.13x).  Four rows ahead measured about the same, and into L1
+   0.77-1.07x of into L2. */
+void dmls_rows_to_l2(char *buf, int64_t pitch, const char *s, const int64_t *offs, int64_t stride,
+                     int64_t rows, int64_t nbytes) {
+    enum { AHEAD = 2 };
+    int64_t j, q;
+    for (j = 0; j < rows; j++) {
+        if (j + AHEAD < rows) {
+            const char *r = s + (offs ? offs[j + AHEAD] : (j + AHEAD) * stride);
+            for (q = 0; q < nbytes; q += 64) DMLS_PREFETCH_L2(r + q);
+        }
+        memcpy(buf + j * pitch, s + (offs ? offs[j] : j * stride), (size_t)nbytes);
+    }
+}
+
 /* Through L2, for destination rows off line boundaries: chunks of jc x kc
    (dmls_block_chunks): the chunk's source rows copied to a buffer one
    after another, transposed into a second buffer, whose rows are then
@@ -28,7 +57,7 @@ void dmls_transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t 
    the buffers cannot take a chunk. */
 static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
                                 int64_t jn, char *scratch) {
-    int64_t jc, kc, sp, dp, j, k, j0, k0, nj, n;
+    int64_t jc, kc, sp, dp, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
@@ -40,7 +69,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
             n = kn - k0 < kc ? kn - k0 : kc;
-            for (j = 0; j < nj; j++) memcpy(sb + j * sp, sj + (j0 + j) * iss + k0 * w, (size_t)(n * w));
+            dmls_rows_to_l2(sb, sp, sj + j0 * iss + k0 * w, NULL, iss, nj, n * w);
             dmls_transpose_plain(w, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);
             for (k = 0; k < n; k++) dmls_isa.stream_copy(dj + (k0 + k) * kds + j0 * w, db + k * dp, nj * w);
         }

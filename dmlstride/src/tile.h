@@ -20,6 +20,13 @@ void dmls_tile(int W, const char *s, char *d, int64_t kn, int64_t kss, int64_t k
 void dmls_transpose_plain(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn,
                           int flags, char *scratch);
 
+/* A chunk's source rows into an L2 buffer (the copies through L2, plan.h):
+   row j, nbytes from s + offs[j] (s + j * stride when offs is NULL), to
+   buf + j * pitch, each row's lines asked for into L2 two rows ahead of its
+   copy. */
+void dmls_rows_to_l2(char *buf, int64_t pitch, const char *s, const int64_t *offs, int64_t stride,
+                     int64_t rows, int64_t nbytes);
+
 /* Inner elements j0..j1 of p's (tile, inner) pair, s and d at the row's
    outer offsets.  scratch: DMLS_SCRATCH_REGION bytes. */
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch);
