@@ -26,8 +26,8 @@ static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
     *kdone = 0;
 }
 static void rows_short_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                            int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch) {
-    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)stream; (void)scratch;
+                            int64_t kn, int64_t jn, int stream, int flags, int64_t *jdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn; (void)stream; (void)flags; (void)scratch;
     *jdone = 0;
 }
 static int64_t deint3_none(const char *s, char *d0, char *d1, char *d2, int64_t n) {

@@ -70,10 +70,11 @@ typedef struct {
     /* Values of W = 1 or 2 bytes, fewer than 16 / W (5 or more worth it)
        per source row (source rows sj >= kn * W apart, destination rows k at
        dk with j contiguous), written with streaming stores when stream is
-       set; covers columns j < *jdone (a multiple of 16 / W).  scratch:
-       16 KiB. */
+       set; covers columns j < *jdone (a multiple of 16 / W).  flags:
+       DMLS_TRANSPOSE_SOURCE_AHEAD (the source comes from memory) or 0.
+       scratch: 16 KiB. */
     void (*rows_short)(int W, const char *s, int64_t sj, char *d, int64_t dk,
-                       int64_t kn, int64_t jn, int stream, int64_t *jdone, char *scratch);
+                       int64_t kn, int64_t jn, int stream, int flags, int64_t *jdone, char *scratch);
     /* Three interleaved channels <-> three planes; return the pixels done. */
     int64_t (*deint3_u8)(const char *s, char *d0, char *d1, char *d2, int64_t n);
     int64_t (*deint3_32)(const char *s, char *d0, char *d1, char *d2, int64_t n);

@@ -137,7 +137,8 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
     if (dmls_isa.level >= DMLS_ISA_SSE2 && w <= 2 && kss == w && ids == w && kn * w < 16 && kn > 4) {
         /* 5-15 one-byte values per source row, 5-7 two-byte ones: fewer
            than a micro-block. */
-        dmls_isa.rows_short(w, sj, iss, dj, kds, kn, jn, p->stream, &jb, scratch);
+        dmls_isa.rows_short(w, sj, iss, dj, kds, kn, jn, p->stream,
+                            transpose_flags(p) & DMLS_TRANSPOSE_SOURCE_AHEAD, &jb, scratch);
         if (jb > 0) kdone = kn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
         if (p->stream && kds == jn * w && jn % (16 / w) == 0 && jn * w <= 1024) {
