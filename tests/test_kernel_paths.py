@@ -830,7 +830,8 @@ def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, 
 @pytest.mark.parametrize("bands", [1, 3, 5])
 @pytest.mark.parametrize("cols", [16, 37, 70])
 @pytest.mark.parametrize("src_pitch", ["4k-apart", "off-lines", "packed"])
-@pytest.mark.parametrize("dst_pitch", ["4k-apart", "lines", "lines-skewed"])
+@pytest.mark.parametrize("dst_pitch", ["4k-apart", "lines", "lines-skewed", "back-to-back",
+                                       "back-to-back-skewed"])
 def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols, src_pitch, dst_pitch,
                                                               streaming, threads):
     # Line-aligned destination rows are written one whole line per band of
@@ -839,13 +840,16 @@ def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols
     # micro-block rows that overlaps the one before (37 and 70 columns), source
     # rows a multiple of 4 KiB apart or off line boundaries, destination rows a
     # multiple of 4 KiB apart or of a line, or the destination 16 bytes past a
-    # line (a band's first and last columns then take the ordinary path).  Every
-    # byte of the destination buffer, guards included, against numpy.
+    # line (a band's first and last columns then take the ordinary path), or rows
+    # back to back (pixels of whole lines, as in an NCHW to NHWC conversion, which
+    # take the bands from a line boundary and the contiguous L1 tile off one).
+    # Every byte of the destination buffer, guards included, against numpy.
     w = np.dtype(ds.numpy_dtype(dtype)).itemsize
     rows = bands * 64 // w
     spitch = {"4k-apart": 4096 // w * -(-cols * w // 4096), "off-lines": cols + 3, "packed": cols}[src_pitch]
-    dpitch = 4096 // w if dst_pitch == "4k-apart" else -(-rows * w // 64) * 64 // w + 64 // w
-    skew = 16 if dst_pitch == "lines-skewed" else 0
+    dpitch = {"4k-apart": 4096 // w, "back-to-back": rows, "back-to-back-skewed": rows}.get(
+        dst_pitch, -(-rows * w // 64) * 64 // w + 64 // w)
+    skew = 16 if dst_pitch.endswith("skewed") else 0
     src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [spitch, 1])
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dpitch])
     plan = _engine.Plan([rows, cols], [spitch, 1], [1, dpitch], src_desc.element_bits)
