@@ -361,14 +361,21 @@ static inline const char *dmls_stage_rows(char *buf, int64_t sp, const char *s, 
    many rows read straight from memory: with 40 or 48 float32 channels (an
    NCHW to NHWC gather of 64 MB), the k-major order read 40-48 rows side by
    side, more streams than the hardware prefetcher follows, and ran at
-   0.65-0.7x of it. */
+   0.65-0.7x of it.  ahead: bytes of each group's rows past k1 (the next
+   band, within the rows of s, sj apart) asked for into L2 before the group
+   is read, 0 for none. */
 static inline void dmls_band_to_buffer(int W, const char *sb, int64_t ss, int64_t k0, int64_t k1,
-                                       int64_t nj, char *buf, int64_t pitch) {
+                                       int64_t nj, char *buf, int64_t pitch,
+                                       const char *s, int64_t sj, int64_t ahead) {
     const int64_t N = 16 / W;
-    int64_t k, j;
-    for (j = 0; j < nj; j += N)
+    int64_t k, j, i, q;
+    for (j = 0; j < nj; j += N) {
+        if (ahead > 0)
+            for (i = j; i < j + N; i++)
+                for (q = 0; q < ahead; q += 64) _mm_prefetch(s + i * sj + k1 * W + q, _MM_HINT_T1);
         for (k = k0; k < k1; k += N)
             simd_micro(W, sb + j * ss + k * W, ss, buf + (k - k0) * pitch + j * W, pitch);
+    }
 }
 
 /* Source rows on the same line offset but off a line boundary (the
@@ -428,7 +435,12 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
 /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
    and jn * W <= 1024): each tile of whole rows is transposed into an L1
    buffer and streamed out as one contiguous run, whatever the
-   destination's alignment.  Covers rows k < *kdone. */
+   destination's alignment.  As in dmls_contig_ragged, each group of source
+   rows asks for its next band ahead (a tile reads 20-64 rows side by
+   side): in one process on the same buffers, the two alternating (2
+   threads), 8 NCHW to NHWC conversions and column-major to row-major
+   gathers of 14-66 MB (uint8 to float64) ran 1.02-1.64x faster.  Covers
+   rows k < *kdone. */
 static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
                            int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
     enum { TB = 16384, SP = 256 + 16 };
@@ -453,7 +465,8 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row);
+        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, s, sj,
+                            (kf - ke < TK ? kf - ke : TK) * W);
         dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
     }
     *kdone = kf;
