@@ -866,6 +866,39 @@ def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("extra_values", [0, 5, 17])
+@pytest.mark.parametrize("cols", [16, 37, 300])
+@pytest.mark.parametrize("pitch_extra", [1, 3, 9])
+@pytest.mark.parametrize("dst_offset", [0, 4, 16])
+def test_streaming_transpose_of_rows_off_line_boundaries(dtype, extra_values, cols, pitch_extra, dst_offset,
+                                                         streaming, threads):
+    # Destination rows of 1 KiB or more, each at its own offset from a line
+    # boundary (a pitch of rows + 1, 3 or 9 values): bands of one destination
+    # line are transposed into a slot per row and each row's whole lines go
+    # out from there with streaming stores, the values before its first line
+    # boundary and after its last whole line with ordinary stores; columns past
+    # the last whole band (5 or 17 values), rows past the last whole micro-block
+    # (37 columns), a second chunk of rows (300), and destinations off a whole
+    # value (4 bytes past a line for float64), which take the other paths.
+    # Every byte of the destination buffer, guards included, against numpy.
+    w = np.dtype(ds.numpy_dtype(dtype)).itemsize
+    rows = 1024 // w + 2 * 64 // w + extra_values
+    dpitch = rows + pitch_extra
+    src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [cols, 1])
+    dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dpitch])
+    plan = _engine.Plan([rows, cols], [cols, 1], [1, dpitch], src_desc.element_bits)
+    assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, rows + cols)
+    nbytes = dst_desc.total_tensor_size_in_bytes + dst_offset + 64
+    raw = _random_buffer(nbytes + 64, dpitch + dst_offset)
+    start = (-raw.ctypes.data) % 64
+    dst = raw[start:start + nbytes]
+    expect = _expected_copy(src, src_desc, dst.tobytes(), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert dst.tobytes() == expect
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("columns", [33, 45, 57])
 @pytest.mark.parametrize("rows", [1000, 2049])
 def test_streaming_gather_of_many_ragged_columns(dtype, columns, rows, streaming, threads):

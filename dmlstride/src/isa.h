@@ -112,6 +112,14 @@ typedef struct {
        too short for tile_wide's (0 and 0 for wider values). */
     int64_t (*tile_jpairs)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
                            int64_t *jdone);
+    /* nt_transpose for destination rows off line boundaries (d and dk
+       multiples of W, not of 64): each row's whole lines go out with
+       streaming stores, the bytes before its first line boundary and after
+       its last whole line with ordinary ones.  Covers rows k < *kdone of
+       columns j < *jdone (both 0 where it does not apply).  scratch:
+       32 KiB. */
+    void (*nt_shifted)(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                       int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

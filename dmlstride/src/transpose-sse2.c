@@ -432,6 +432,68 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     }
 }
 
+/* Destination rows off line boundaries, each at its own offset: bands of
+   E = 64 / W source rows as in dmls_nt_transpose, each transposed into a
+   slot of 128 bytes per destination row k (the band before in its first
+   half, this one in its second), from which the row's line that this band
+   completes, h_k + (b - 1) E .. h_k + b E for the h_k values before the
+   row's first line boundary, goes out whole with streaming stores.  The
+   first band writes the h_k values before that boundary, and after the
+   last whole band the values of its line that are there go out, with
+   ordinary stores; the columns from the last whole band on are the
+   caller's, as are rows past the last whole micro-block.  Rows in chunks
+   of KC (KC * 128 bytes of scratch).  Reads stay within
+   s + j * sj + [0, kf * W) for j < nb * E, writes within
+   d + k * dk + [0, nb * E * W) for k < kf.  See tile.c
+   (DMLS_SHIFTED_MIN_RUN) for where it is used and what it measured. */
+static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                            int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch) {
+    enum { KC = 256, SLOT = 128 };
+    const int64_t N = 16 / W, E = 64 / W;
+    const int64_t kf = kn - kn % N, nb = jn / E;
+    int64_t k0, nk, b, k, i, h, q;
+    *kdone = *jdone = 0;
+    if ((uintptr_t)d % (uintptr_t)W != 0 || dk % W != 0 || kf == 0 || nb < 2)
+        return;
+    for (k0 = 0; k0 < kf; k0 += nk) {
+        nk = kf - k0 < KC ? kf - k0 : KC;
+        for (b = 0; b < nb; b++) {
+            const char *sb = s + b * E * sj;
+            for (k = k0; k < k0 + nk; k += N) {
+                char *sl = scratch + (k - k0) * SLOT;
+                for (q = 0; q < 4; q++)
+                    simd_micro(W, sb + q * N * sj + k * W, sj, sl + 64 + q * 16, SLOT);
+                for (i = 0; i < N; i++, sl += SLOT) {
+                    char *row = d + (k + i) * dk;
+                    h = (int64_t)((64 - (uintptr_t)row % 64) % 64);   /* bytes */
+                    if (b == 0) {
+                        memcpy(row, sl + 64, (size_t)h);
+                    } else {
+                        char *line = row + h + (b - 1) * 64;
+                        __m128i x0 = _mm_loadu_si128((const __m128i *)(sl + h));
+                        __m128i x1 = _mm_loadu_si128((const __m128i *)(sl + h + 16));
+                        __m128i x2 = _mm_loadu_si128((const __m128i *)(sl + h + 32));
+                        __m128i x3 = _mm_loadu_si128((const __m128i *)(sl + h + 48));
+                        _mm_stream_si128((__m128i *)line, x0);
+                        _mm_stream_si128((__m128i *)(line + 16), x1);
+                        _mm_stream_si128((__m128i *)(line + 32), x2);
+                        _mm_stream_si128((__m128i *)(line + 48), x3);
+                    }
+                    memcpy(sl, sl + 64, 64);
+                }
+            }
+        }
+        /* The last whole band's values past the last whole line. */
+        for (k = k0; k < k0 + nk; k++) {
+            char *row = d + k * dk, *sl = scratch + (k - k0) * SLOT;
+            h = (int64_t)((64 - (uintptr_t)row % 64) % 64);
+            memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
+        }
+    }
+    *kdone = kf;
+    *jdone = nb * E;
+}
+
 /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W
    and jn * W <= 1024): each tile of whole rows is transposed into an L1
    buffer and streamed out as one contiguous run, whatever the
@@ -599,6 +661,7 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->level = DMLS_ISA_SSE2;
     t->transpose = dmls_simd_transpose;
     t->nt_transpose = dmls_nt_transpose;
+    t->nt_shifted = dmls_nt_shifted;
     t->nt_contig = dmls_nt_contig;
     t->contig_ragged = dmls_contig_ragged;
     t->rows_short = dmls_rows_short;
