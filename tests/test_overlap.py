@@ -249,8 +249,9 @@ for sizes, strides in json.loads(sys.argv[1]):
         "view": lambda d: ds.view(bytearray(16), d),
     }
     for name, call in calls.items():
-        d = make()
-        t = cpu(lambda: call(d))
+        # The least of three tries on fresh descriptors: a busy machine can only
+        # slow a try down, while a slow analysis is slow every time.
+        t = min(cpu(lambda d=make(): call(d)) for _ in range(3))
         if t > worst.get(name, (0, 0)):
             worst[name] = t
 print(json.dumps(worst))
@@ -258,7 +259,8 @@ print(json.dumps(worst))
 
 
 def test_every_entry_point_is_quick_on_hostile_descriptors(tmp_path):
-    # CPU time of this thread, so a busy machine does not fail the test; a hang hits the timeout.
+    # CPU time of this thread, the least of three tries, so a busy machine does not fail the
+    # test; a hang hits the timeout.
     res = run_python(["-c", _TIMING, json.dumps(HOSTILE)], tmp_path)
     assert res.returncode == 0, res.stderr
     worst = json.loads(res.stdout)
