@@ -842,7 +842,10 @@ def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols
     # multiple of 4 KiB apart or of a line, or the destination 16 bytes past a
     # line (a band's first and last columns then take the ordinary path), or rows
     # back to back (pixels of whole lines, as in an NCHW to NHWC conversion, which
-    # take the bands from a line boundary and the contiguous L1 tile off one).
+    # take the bands from a line boundary; off one, 4- and 8-byte values of 2 or
+    # more lines a row take them from each row's first boundary, with a row's last
+    # line in part and the next row's first joined into one, and the rest the
+    # contiguous L1 tile).
     # Every byte of the destination buffer, guards included, against numpy.
     w = np.dtype(ds.numpy_dtype(dtype)).itemsize
     rows = bands * 64 // w

@@ -115,9 +115,10 @@ typedef struct {
     /* nt_transpose for destination rows off line boundaries (d and dk
        multiples of W, not of 64): each row's whole lines go out with
        streaming stores, the bytes before its first line boundary and after
-       its last whole line with ordinary ones.  Covers rows k < *kdone of
-       columns j < *jdone (both 0 where it does not apply).  scratch:
-       32 KiB. */
+       its last whole line with ordinary ones; rows of whole lines back to
+       back (dk = jn * W) all of it or nothing (4- and 8-byte values).
+       Covers rows k < *kdone of columns j < *jdone (both 0 where it does
+       not apply).  scratch: 32 KiB. */
     void (*nt_shifted)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                        int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
 } dmls_isa_t;

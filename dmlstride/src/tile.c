@@ -156,6 +156,18 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                             transpose_flags(p) & DMLS_TRANSPOSE_SOURCE_AHEAD, &jb, scratch);
         if (jb > 0) kdone = kn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
+        if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && w >= 4) {
+            /* Rows of whole lines back to back, off a line boundary (an
+               NHWC output a few bytes past one): line-aligned bands from
+               each row's first boundary, and a row's last line in part
+               with the next row's first as one more line (nt_shifted).
+               Against the contiguous tile below, in one process on the
+               same buffers (2 threads), 4 NCHW to NHWC conversions of
+               48-66 MB of 24-64 float32 or float64 channels, the
+               destination 4-16 bytes past a line, ran 1.13-1.70x faster. */
+            dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
+            if (kdone == kn && jb == jn) return;
+        }
         if (p->stream && kds == jn * w && jn % (16 / w) == 0 && jn * w <= 1024 &&
                 (kds % 64 != 0 || (uintptr_t)dj % 64 != 0)) {
             /* Whole destination rows back to back: one contiguous stream.

@@ -446,6 +446,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    s + j * sj + [0, kf * W) for j < nb * E, writes within
    d + k * dk + [0, nb * E * W) for k < kf.  See tile.c
    (DMLS_SHIFTED_MIN_RUN) for where it is used and what it measured. */
+static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch);
 static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t dk,
                             int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch) {
     enum { KC = 256, SLOT = 128 };
@@ -455,6 +456,13 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
     *kdone = *jdone = 0;
     if ((uintptr_t)d % (uintptr_t)W != 0 || dk % W != 0 || kf == 0 || nb < 2)
         return;
+    if (dk == jn * W && dk % 64 == 0) {   /* rows of whole lines back to back */
+        if (dmls_nt_joined(W, s, sj, d, kn, jn, scratch)) {
+            *kdone = kn;
+            *jdone = jn;
+        }
+        return;
+    }
     for (k0 = 0; k0 < kf; k0 += nk) {
         nk = kf - k0 < KC ? kf - k0 : KC;
         for (b = 0; b < nb; b++) {
@@ -543,6 +551,58 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
     case 4: dmls_pmicro4(sr, ko, dr, jo); break;
     default: dmls_pmicro8(sr, ko, dr, jo); break;
     }
+}
+
+/* The 64 bytes at s to the line at d, with streaming stores. */
+static inline void dmls_stream_line(char *d, const char *s) {
+    _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+    _mm_stream_si128((__m128i *)(d + 16), _mm_loadu_si128((const __m128i *)(s + 16)));
+    _mm_stream_si128((__m128i *)(d + 32), _mm_loadu_si128((const __m128i *)(s + 32)));
+    _mm_stream_si128((__m128i *)(d + 48), _mm_loadu_si128((const __m128i *)(s + 48)));
+}
+
+/* Rows back to back (jn * W bytes apart, a multiple of 64) that start h
+   bytes before a line boundary (0 < h < 64, every row the same): the
+   values from the first boundary of each row to its last, hw = h / W to
+   jn - tw (tw = E - hw), are line-aligned bands (dmls_nt_transpose, with
+   the source hw rows on); a row's last tw values and the next row's first
+   hw make one more line, transposed through row pointers (the next row's
+   read one value further on) into a line on the stack and streamed out.
+   Only the first row's first hw values and the last row's last tw go out
+   with ordinary stores.  Returns 0, having touched nothing, where it does
+   not apply.  Reads stay within s + j * sj + [0, kn * W) for j < jn,
+   writes within d + [0, kn * jn * W). */
+static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch) {
+    const int64_t N = 16 / W, E = 64 / W, dk = jn * W;
+    const int64_t h = (int64_t)((64 - (uintptr_t)d % 64) % 64), hw = h / W, tw = E - hw;
+    const char *sr[16];
+    char *dr[8];
+    int64_t kd, k, i, q;
+    if (W < 4 || h == 0 || h % W != 0 || kn < N + 1 || jn < 2 * E || dk % 64 != 0)
+        return 0;
+    dmls_nt_transpose(W, s + hw * sj, sj, d + h, dk, kn, jn - E, &kd, scratch);
+    if (kd < kn)
+        return 0;   /* not reached: kn >= N */
+    for (i = 0; i < E; i++)
+        sr[i] = i < tw ? s + (jn - tw + i) * sj : s + (i - tw) * sj + W;
+    for (i = 0; i < N; i++)
+        dr[i] = scratch + i * 64;   /* dmls_nt_transpose uses no scratch */
+    for (k = 0; k + N <= kn - 1; k += N) {
+        for (q = 0; q < 4; q++)
+            simd_pmicro(W, sr + q * N, k * W, dr, q * 16);
+        for (i = 0; i < N; i++)
+            dmls_stream_line(d + (k + i) * dk + h + (jn - E) * W, dr[i]);
+    }
+    for (; k < kn - 1; k++) {
+        for (i = 0; i < E; i++)
+            memcpy(dr[0] + i * W, sr[i] + k * W, (size_t)W);
+        memcpy(d + k * dk + h + (jn - E) * W, dr[0], 64);
+    }
+    for (i = 0; i < hw; i++)
+        memcpy(d + i * W, s + i * sj, (size_t)W);
+    for (i = jn - tw; i < jn; i++)
+        memcpy(d + (kn - 1) * dk + i * W, s + i * sj + (kn - 1) * W, (size_t)W);
+    return 1;
 }
 
 /* Prefetches into L2 the bytes [off, off + n) of rows r[0], ..., r[rows - 1]. */
