@@ -880,9 +880,9 @@ def test_streaming_transpose_of_rows_off_line_boundaries(dtype, extra_values, co
     # line are transposed into a slot per row and each row's whole lines go
     # out from there with streaming stores, the values before its first line
     # boundary and after its last whole line with ordinary stores; columns past
-    # the last whole band (5 or 17 values), rows past the last whole micro-block
-    # (37 columns), a second chunk of rows (300), and destinations off a whole
-    # value (4 bytes past a line for float64), which take the other paths.
+    # the last whole band (5 or 17 values), a second chunk of rows (300), and
+    # rows past the last whole micro-block (37 columns) and destinations off a
+    # whole value (4 bytes past a line for float64), which take the other paths.
     # Every byte of the destination buffer, guards included, against numpy.
     w = np.dtype(ds.numpy_dtype(dtype)).itemsize
     rows = 1024 // w + 2 * 64 // w + extra_values
