@@ -483,15 +483,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
                     if (b == 0) {
                         memcpy(row, sl + 64, (size_t)h);
                     } else {
-                        char *line = row + h + (b - 1) * 64;
-                        __m128i x0 = _mm_loadu_si128((const __m128i *)(sl + h));
-                        __m128i x1 = _mm_loadu_si128((const __m128i *)(sl + h + 16));
-                        __m128i x2 = _mm_loadu_si128((const __m128i *)(sl + h + 32));
-                        __m128i x3 = _mm_loadu_si128((const __m128i *)(sl + h + 48));
-                        _mm_stream_si128((__m128i *)line, x0);
-                        _mm_stream_si128((__m128i *)(line + 16), x1);
-                        _mm_stream_si128((__m128i *)(line + 32), x2);
-                        _mm_stream_si128((__m128i *)(line + 48), x3);
+                        dmls_copy_body(row + h + (b - 1) * 64, sl + h, 64, 1);
                     }
                     memcpy(sl, sl + 64, 64);
                 }
@@ -559,21 +551,13 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
     }
 }
 
-/* The 64 bytes at s to the line at d, with streaming stores. */
-static inline void dmls_stream_line(char *d, const char *s) {
-    _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
-    _mm_stream_si128((__m128i *)(d + 16), _mm_loadu_si128((const __m128i *)(s + 16)));
-    _mm_stream_si128((__m128i *)(d + 32), _mm_loadu_si128((const __m128i *)(s + 32)));
-    _mm_stream_si128((__m128i *)(d + 48), _mm_loadu_si128((const __m128i *)(s + 48)));
-}
-
 /* Rows back to back (jn * W bytes apart, a multiple of 64) that start h
    bytes before a line boundary (0 < h < 64, every row the same): the
    values from the first boundary of each row to its last, hw = h / W to
    jn - tw (tw = E - hw), are line-aligned bands (dmls_nt_transpose, with
    the source hw rows on); a row's last tw values and the next row's first
    hw make one more line, transposed through row pointers (the next row's
-   read one value further on) into a line on the stack and streamed out.
+   read one value further on) into a line of scratch and streamed out.
    Only the first row's first hw values and the last row's last tw go out
    with ordinary stores.  Returns 0, having touched nothing, where it does
    not apply.  Reads stay within s + j * sj + [0, kn * W) for j < jn,
@@ -597,7 +581,7 @@ static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn,
         for (q = 0; q < 4; q++)
             simd_pmicro(W, sr + q * N, k * W, dr, q * 16);
         for (i = 0; i < N; i++)
-            dmls_stream_line(d + (k + i) * dk + h + (jn - E) * W, dr[i]);
+            dmls_copy_body(d + (k + i) * dk + h + (jn - E) * W, dr[i], 64, 1);
     }
     for (; k < kn - 1; k++) {
         for (i = 0; i < E; i++)
