@@ -714,6 +714,44 @@ def test_block_cases_reach_whole_and_segmented_blocks():
         assert (True, True) in kinds()
 
 
+# uint8 blocks with a group of 8-15 values, shorter than a micro-block
+# (16 x 16 bytes), and a block cut into segments whose last is 8 values:
+# the short side is padded to a micro-block in the kernel's buffers (a short
+# k through a staged source, a short j through a staged destination).
+# (sizes, layout order, copy that blocks ("gather" / "scatter"), k values,
+# j values, segment)
+SHORT_GROUP_BLOCKS = [
+    ((15, 5, 5, 12, 12), (4, 2, 0, 3, 1), "scatter", 12, 900, 900),
+    ((15, 15, 5, 3), (3, 2, 1, 0), "gather", 225, 15, 15),
+    ((3, 9, 14, 3, 14), (1, 2, 4, 0, 3), "gather", 9, 14, 14),
+    ((15, 9, 5, 3), (1, 3, 2, 0), "gather", 15, 135, 64),
+    ((17, 8, 16, 20), (2, 3, 1, 0), "scatter", 160, 136, 128),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("sizes,order,op,kn,jn,segment", SHORT_GROUP_BLOCKS,
+                         ids=[f"k{c[3]}-j{c[4]}-seg{c[5]}" for c in SHORT_GROUP_BLOCKS])
+def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn, segment, level, stream,
+                                                       threads):
+    strided = ds.BufferTensorDesc.from_layout("uint8", sizes, order)
+    packed = ds.BufferTensorDesc("uint8", sizes)
+    s, p = list(strided.effective_strides), list(packed.effective_strides)
+    with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
+        plan = _plan(sizes, s, p, 1) if op == "gather" else _plan(sizes, p, s, 1)
+        assert plan["mode"] == "block"
+        assert math.prod(n for n, _ in plan["block"]["k"]) == kn
+        assert math.prod(n for n, _ in plan["block"]["j"]) == jn
+        assert plan["segment"] == segment
+        for src_desc, dst_desc in ((strided, packed), (packed, strided)):
+            src = _random_buffer(src_desc.total_tensor_size_in_bytes, kn)
+            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, jn).tobytes())
+            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 0)
+            ds.copy_tensor(src, src_desc, dst, dst_desc)
+            assert bytes(dst) == expect
+
+
 # Permutations that are one block or a few (no outer dimensions left, or short
 # ones), of 0.4-2.5 MB: J is cut into segments of whole tiles (multiples of 64
 # values, the last one the rest) so that two threads share the blocks; each

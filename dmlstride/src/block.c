@@ -61,6 +61,31 @@ static inline void block_micro(int W, const char *const *sr, char *const *dr, in
 #define DMLS_ALWAYS_INLINE inline
 #endif
 
+/* n bytes from s to d (no overlap) for the short rows of the staging
+   buffers, without a call: fixed-size moves, the last one overlapping the
+   one before. */
+static DMLS_ALWAYS_INLINE void copy_short(char *d, const char *s, int64_t n) {
+    int64_t i;
+    if (n >= 16) {
+        for (i = 0; i + 16 < n; i += 16) memcpy(d + i, s + i, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else {
+        for (i = 0; i < n; i++) d[i] = s[i];
+    }
+}
+
 static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                char *d, const int64_t *kd, int64_t kn,
                                int sstage, int dstage, const int64_t L, int nt, int pf, char *scratch) {
@@ -76,7 +101,26 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
     const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
     const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
     int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
+    int padk = 0, padj = 0;
     (void)nt;   /* streaming lines need the SIMD variant */
+#if DMLSTRIDE_HAVE_SIMD
+    if (!nt && dmls_isa.level >= DMLS_ISA_SSE2) {
+        /* A side shorter than a micro-block (8-15 one-byte values: a 5-D
+           uint8 permutation whose runs are a dimension of 13 and one of
+           15) would go element by element.  It is padded to one
+           micro-block instead.  Short rows of k: the source rows are
+           copied to the buffer's rows of SP bytes, which the micro-blocks
+           read past (never the source), and the missing destination rows
+           are rows of the destination buffer, never copied out.  Short
+           rows of j: the destination rows go through the buffer, of which
+           only nj values a row are copied out, and the missing source
+           rows are the first one again. */
+        padk = kn < 16 / W;
+        padj = jn < 16 / W;
+        if (padk) sstage = 1;
+        if (padj) dstage = 1;
+    }
+#endif
     for (t = 0; t < ntj * ntk; t++) {
         kb = (t / ntj) * TK;
         jb = (t % ntj) * TJ;
@@ -133,7 +177,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
         }
         if (sstage) {
             for (j = 0; j < nj; j++)
-                memcpy(sst + j * SP, s + js[jb + j] + kb * W, (size_t)(nk * W));
+                copy_short(sst + j * SP, s + js[jb + j] + kb * W, nk * W);
             for (j = 0; j < nj; j++)
                 sr[j] = sst + j * SP;
         } else {
@@ -146,12 +190,18 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
         else
             for (k = 0; k < nk; k++)
                 dr[k] = d + kd[kb + k] + jb * W;
+        if (padj)
+            for (j = nj; j < 16 / W; j++) sr[j] = sr[0];
+        if (padk)
+            for (k = nk; k < 16 / W; k++) dr[k] = dst + k * DP;
         nkf = 0;
         njf = 0;
 #if DMLSTRIDE_HAVE_SIMD
         if (dmls_isa.level >= DMLS_ISA_SSE2) {
             const int64_t N = 16 / W;
-            nkf = nk - nk % N;
+            /* a padded side counts as one whole micro-block */
+            const int64_t nkm = padk ? N : nk, njm = padj ? N : nj;
+            nkf = nkm - nkm % N;
             if (nt) {
                 /* nj is a multiple of 64 / W (the caller's contract) */
                 njf = nj;
@@ -164,7 +214,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                         default: dmls_pline8(sr + j, 8 * k, dr + k, 8 * j); break;
                         }
             } else {
-                njf = nj - nj % N;
+                njf = njm - njm % N;
                 /* Two micro-blocks at a time where the instruction set has
                    a variant for it, one at a time for the rows left. */
                 for (k = dmls_isa.block_pairs(W, sr, dr, nkf, njf); k < nkf; k += N)
@@ -174,19 +224,22 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                    back to end at the edge: it overlaps the last whole one
                    (those elements are written twice, with the same values;
                    source and destination never overlap here). */
-                if (njf < nj && njf > 0) {
+                if (njf < njm && njf > 0) {
                     for (k = 0; k < nkf; k += N)
-                        block_micro(W, sr, dr, k, nj - N);
-                    njf = nj;
+                        block_micro(W, sr, dr, k, njm - N);
+                    njf = njm;
                 }
-                if (nkf < nk && nkf > 0) {
-                    for (j = 0; j + N <= nj; j += N)
-                        block_micro(W, sr, dr, nk - N, j);
-                    if (nj >= N) {
-                        if (nj % N != 0) block_micro(W, sr, dr, nk - N, nj - N);
-                        nkf = nk;
+                if (nkf < nkm && nkf > 0) {
+                    for (j = 0; j + N <= njm; j += N)
+                        block_micro(W, sr, dr, nkm - N, j);
+                    if (njm >= N) {
+                        if (njm % N != 0) block_micro(W, sr, dr, nkm - N, njm - N);
+                        nkf = nkm;
                     }
                 }
+                /* (a padded side is done whole) */
+                if (nkf > nk) nkf = nk;
+                if (njf > nj) njf = nj;
             }
         }
 #endif
@@ -198,7 +251,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                 memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
         if (dstage)
             for (k = 0; k < nk; k++)
-                memcpy(d + kd[kb + k] + jb * W, dst + k * DP, (size_t)(nj * W));
+                copy_short(d + kd[kb + k] + jb * W, dst + k * DP, nj * W);
     }
 }
 
@@ -330,9 +383,11 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
                             p->block_lines, 0, 1, tiles);
         return;
     }
-    if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream)
+    if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream && kn >= 16 / w)
         /* Streaming stores, whole lines only: the columns before the first
-           line boundary and after the last one go element by element. */
+           line boundary and after the last one go element by element.  (A
+           group of k shorter than a micro-block takes the padded buffers
+           of block_tiles, with ordinary stores.) */
         body = dmls_whole_lines(d, w, jn, &ja);
     if (body == 0) {
         block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
