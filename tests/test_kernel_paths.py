@@ -714,6 +714,30 @@ def test_block_cases_reach_whole_and_segmented_blocks():
         assert (True, True) in kinds()
 
 
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_transpose_segments_narrower_than_a_micro_block(dtype, level, threads):
+    # 16 column-major k x j matrices to row-major: rows of j are cut into
+    # segments of 64 values, which leaves a last segment of r = 1 .. N - 1
+    # values (N = 16 bytes of them), and k (1043 rows) ends mid micro-block:
+    # that segment goes through padded micro-blocks.  Gather and scatter,
+    # with guard bytes, against numpy.
+    w = np.dtype(dtype).itemsize
+    n, k = 16, 1043
+    with _isa_level(level):
+        for r in range(1, 16 // w):
+            j = 64 + r
+            desc = ds.BufferTensorDesc(dtype, [n, k, j], strides=[k * j, 1, k])
+            plan = transfer._plan(desc, "gather").describe()
+            assert plan["mode"] == "tile" and plan["segment"] == 64 and plan["inner"][0] == j
+            buf = _random_buffer(desc.total_tensor_size_in_bytes + 16, r)
+            expect = _numpy_gather(buf, desc)
+            assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+            back = ds.BufferTensorDesc(dtype, [n, j, k], strides=[k * j, 1, j])
+            _check_scatter(np.ascontiguousarray(expect.transpose(0, 2, 1)), back,
+                           _random_buffer(back.total_tensor_size_in_bytes + 64, k + r))
+
+
 # uint8 blocks with a group of 8-15 values, shorter than a micro-block
 # (16 x 16 bytes), and a block cut into segments whose last is 8 values:
 # the short side is padded to a micro-block in the kernel's buffers (a short

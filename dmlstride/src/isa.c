@@ -26,6 +26,11 @@ static void nt_contig_none(int W, const char *s, int64_t sj, char *d,
     (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)scratch;
     *kdone = 0;
 }
+static void narrow_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                        int64_t kn, int64_t jn, int64_t *kdone) {
+    (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)kn; (void)jn;
+    *kdone = 0;
+}
 static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
                                int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch) {
     (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)stream; (void)scratch;
@@ -91,13 +96,14 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->tile_wide = tile_wide_none;
     t->tile_jpairs = tile_wide_none;
     t->nt_shifted = nt_shifted_none;
+    t->narrow = narrow_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
-                       tile_wide_none, tile_wide_none, nt_shifted_none};
+                       tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

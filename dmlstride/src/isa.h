@@ -121,6 +121,12 @@ typedef struct {
        not apply).  scratch: 32 KiB. */
     void (*nt_shifted)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                        int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
+    /* transpose for fewer than N = 16 / W columns of j (1 <= jn < N) and
+       at least N rows of k: one micro-block per N rows of k, the missing
+       source rows read from the last one, and each destination row's jn
+       values copied out of it.  Covers all rows (*kdone = kn) or none. */
+    void (*narrow)(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                   int64_t kn, int64_t jn, int64_t *kdone);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

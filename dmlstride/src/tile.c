@@ -155,6 +155,13 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         dmls_isa.rows_short(w, sj, iss, dj, kds, kn, jn, p->stream,
                             transpose_flags(p) & DMLS_TRANSPOSE_SOURCE_AHEAD, &jb, scratch);
         if (jb > 0) kdone = kn;
+    } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w && jn < 16 / w &&
+               !(kds == jn * w && kn >= DMLS_RAGGED_MIN_ROWS)) {
+        /* Fewer columns than a micro-block (a last segment of a row, or
+           8-15 one-byte values) and not back to back (contig_ragged's):
+           padded micro-blocks rather than element by element. */
+        dmls_isa.narrow(w, sj, iss, dj, kds, kn, jn, &kdone);
+        jb = jn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
         if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && w >= 4) {
             /* Rows of whole lines back to back, off a line boundary (an

@@ -595,6 +595,49 @@ static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn,
     return 1;
 }
 
+/* Fewer than N = 16 / W columns of j (a task's last segment of 8 of 200
+   one-byte channels, say), which no micro-block fits: each N rows of k
+   are one micro-block into a buffer, the source rows past jn - 1 read
+   from row jn - 1 again, and each destination row's jn values copied out
+   of the buffer (the last N rows moved back to end at kn, overlapping
+   the ones before with the same values).  Element by element, such a
+   task of 8 x 9000 values took longer than one of 64 x 9000.  Reads stay
+   within s + j * sj + [0, kn * W) for j < jn, writes within
+   d + k * dk + [0, jn * W) for k < kn. */
+static void dmls_narrow(int W, const char *s, int64_t sj, char *d, int64_t dk,
+                        int64_t kn, int64_t jn, int64_t *kdone) {
+    const int64_t N = 16 / W, n = jn * W;
+    char buf[16 * 16];
+    const char *sr[16];
+    char *dr[16];
+    int64_t i, k, kk;
+    *kdone = 0;
+    if (jn < 1 || jn >= N || kn < N)
+        return;
+    for (i = 0; i < N; i++) {
+        sr[i] = s + (i < jn ? i : jn - 1) * sj;
+        dr[i] = buf + i * 16;
+    }
+    for (k = 0; k < kn; k += N) {
+        kk = k + N <= kn ? k : kn - N;
+        simd_pmicro(W, sr, kk * W, dr, 0);
+        for (i = 0; i < N; i++) {
+            char *o = d + (kk + i) * dk;
+            if (n >= 8) {
+                memcpy(o, dr[i], 8);
+                memcpy(o + n - 8, dr[i] + n - 8, 8);
+            } else if (n >= 4) {
+                memcpy(o, dr[i], 4);
+                memcpy(o + n - 4, dr[i] + n - 4, 4);
+            } else {
+                int64_t q;
+                for (q = 0; q < n; q++) o[q] = dr[i][q];
+            }
+        }
+    }
+    *kdone = kn;
+}
+
 /* Prefetches into L2 the bytes [off, off + n) of rows r[0], ..., r[rows - 1]. */
 static inline void prefetch_rows(const char *const *r, int64_t rows, int64_t off, int64_t n) {
     int64_t i, q;
@@ -715,6 +758,7 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->nt_contig = dmls_nt_contig;
     t->contig_ragged = dmls_contig_ragged;
     t->rows_short = dmls_rows_short;
+    t->narrow = dmls_narrow;
     t->stream_copy = dmls_stream_copy;
     t->store_fence = sfence;
     t->copy = dmls_copy;
