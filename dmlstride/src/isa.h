@@ -118,7 +118,7 @@ typedef struct {
        its last whole line with ordinary ones; rows of whole lines back to
        back (dk = jn * W) all of it or nothing (4- and 8-byte values).
        Covers rows k < *kdone of columns j < *jdone (both 0 where it does
-       not apply).  scratch: 32 KiB. */
+       not apply).  scratch: 34 KiB. */
     void (*nt_shifted)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                        int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch);
     /* transpose for fewer than N = 16 / W columns of j (1 <= jn < N) and

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "micro-sse2.h"
+#include "scratch.h"
 
 void dmls_interleave_sse2(dmls_isa_t *t);
 void dmls_nibble_sse2(dmls_isa_t *t);
@@ -441,18 +442,25 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    first band writes the h_k values before that boundary, and after the
    last whole band the values of its line that are there go out, with
    ordinary stores; the columns from the last whole band on are the
-   caller's, as are rows past the last whole micro-block.  Rows in chunks
-   of KC (KC * 128 bytes of scratch).  Reads stay within
-   s + j * sj + [0, kf * W) for j < nb * E, writes within
-   d + k * dk + [0, nb * E * W) for k < kf.  See tile.c
-   (DMLS_SHIFTED_MIN_RUN) for where it is used and what it measured. */
+   caller's.  Rows in chunks of KC (KC * 128 bytes of scratch).  Rows
+   past the last whole micro-block (kn not a multiple of N) are one more
+   strip of N rows ending at kn, with slots of its own (N * 128 bytes
+   after the chunk's): it overlaps the strip before, whose lines it writes
+   again with the same values.  Reads stay within s + j * sj + [0, kn * W)
+   for j < nb * E, writes within d + k * dk + [0, nb * E * W) for k < kn.
+   See tile.c (DMLS_SHIFTED_MIN_RUN) for where it is used and what it
+   measured. */
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch);
+enum { DMLS_SHIFTED_KC = 256, DMLS_SHIFTED_SLOT = 128 };
+/* The chunk's slots and the extra strip's fit the kernel's scratch region. */
+typedef char dmls_shifted_slots_fit[(DMLS_SHIFTED_KC + 16) * DMLS_SHIFTED_SLOT <= DMLS_SCRATCH_REGION ? 1 : -1];
 static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t dk,
                             int64_t kn, int64_t jn, int64_t *kdone, int64_t *jdone, char *scratch) {
-    enum { KC = 256, SLOT = 128 };
+    enum { KC = DMLS_SHIFTED_KC, SLOT = DMLS_SHIFTED_SLOT };
     const int64_t N = 16 / W, E = 64 / W;
     const int64_t kf = kn - kn % N, nb = jn / E;
-    int64_t k0, nk, b, k, i, h, q;
+    char *const extra = scratch + KC * SLOT;   /* the last strip's slots */
+    int64_t k0, nk, b, k, i, h, q, last;
     *kdone = *jdone = 0;
     if ((uintptr_t)d % (uintptr_t)W != 0 || dk % W != 0 || kf == 0 || nb < 2)
         return;
@@ -463,22 +471,19 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
         }
         return;
     }
-    /* Rows past the last whole micro-block (20 int16 channels leave 4 of
-       8) would go to the scalar tile, a fifth of such a copy element by
-       element: an NHWC to NCHW gather of 20 int16 channels ran 0.76x of
-       its other path, so such copies keep it. */
-    if (kf < kn)
-        return;
     for (k0 = 0; k0 < kf; k0 += nk) {
         nk = kf - k0 < KC ? kf - k0 : KC;
+        last = k0 + nk == kf && kf < kn;   /* this chunk ends with the extra strip */
         for (b = 0; b < nb; b++) {
             const char *sb = s + b * E * sj;
-            for (k = k0; k < k0 + nk; k += N) {
-                char *sl = scratch + (k - k0) * SLOT;
+            for (k = k0; k < k0 + nk + (last ? N : 0); k += N) {
+                /* the extra strip: rows kn - N .. kn - 1, its own slots */
+                const int64_t kk = k < k0 + nk ? k : kn - N;
+                char *sl = k < k0 + nk ? scratch + (k - k0) * SLOT : extra;
                 for (q = 0; q < 4; q++)
-                    simd_micro(W, sb + q * N * sj + k * W, sj, sl + 64 + q * 16, SLOT);
+                    simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT) {
-                    char *row = d + (k + i) * dk;
+                    char *row = d + (kk + i) * dk;
                     h = (int64_t)((64 - (uintptr_t)row % 64) % 64);   /* bytes */
                     if (b == 0) {
                         memcpy(row, sl + 64, (size_t)h);
@@ -490,13 +495,14 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
             }
         }
         /* The last whole band's values past the last whole line. */
-        for (k = k0; k < k0 + nk; k++) {
-            char *row = d + k * dk, *sl = scratch + (k - k0) * SLOT;
+        for (k = k0; k < k0 + nk + (last ? N : 0); k++) {
+            const int64_t kk = k < k0 + nk ? k : kn - N + (k - k0 - nk);
+            char *row = d + kk * dk, *sl = k < k0 + nk ? scratch + (k - k0) * SLOT : extra + (k - k0 - nk) * SLOT;
             h = (int64_t)((64 - (uintptr_t)row % 64) % 64);
             memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
         }
     }
-    *kdone = kf;
+    *kdone = kn;
     *jdone = nb * E;
 }
 
