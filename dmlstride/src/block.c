@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "copy-short.h"
 #include "elements.h"
 #include "isa.h"
 #include "scratch.h"
@@ -60,31 +61,6 @@ static inline void block_micro(int W, const char *const *sr, char *const *dr, in
 #else
 #define DMLS_ALWAYS_INLINE inline
 #endif
-
-/* n bytes from s to d (no overlap) for the short rows of the staging
-   buffers, without a call: fixed-size moves, the last one overlapping the
-   one before. */
-static DMLS_ALWAYS_INLINE void copy_short(char *d, const char *s, int64_t n) {
-    int64_t i;
-    if (n >= 16) {
-        for (i = 0; i + 16 < n; i += 16) memcpy(d + i, s + i, 16);
-        memcpy(d + n - 16, s + n - 16, 16);
-    } else if (n >= 8) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else {
-        for (i = 0; i < n; i++) d[i] = s[i];
-    }
-}
 
 static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                char *d, const int64_t *kd, int64_t kn,
@@ -177,7 +153,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
         }
         if (sstage) {
             for (j = 0; j < nj; j++)
-                copy_short(sst + j * SP, s + js[jb + j] + kb * W, nk * W);
+                dmls_copy_short(sst + j * SP, s + js[jb + j] + kb * W, nk * W);
             for (j = 0; j < nj; j++)
                 sr[j] = sst + j * SP;
         } else {
@@ -251,7 +227,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                 memcpy(dr[k] + j * W, sr[j] + k * W, (size_t)W);
         if (dstage)
             for (k = 0; k < nk; k++)
-                copy_short(d + kd[kb + k] + jb * W, dst + k * DP, nj * W);
+                dmls_copy_short(d + kd[kb + k] + jb * W, dst + k * DP, nj * W);
     }
 }
 

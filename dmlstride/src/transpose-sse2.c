@@ -4,6 +4,7 @@
 #if DMLSTRIDE_HAVE_SIMD
 #include <string.h>
 
+#include "copy-short.h"
 #include "micro-sse2.h"
 #include "scratch.h"
 
@@ -627,19 +628,8 @@ static void dmls_narrow(int W, const char *s, int64_t sj, char *d, int64_t dk,
     for (k = 0; k < kn; k += N) {
         kk = k + N <= kn ? k : kn - N;
         simd_pmicro(W, sr, kk * W, dr, 0);
-        for (i = 0; i < N; i++) {
-            char *o = d + (kk + i) * dk;
-            if (n >= 8) {
-                memcpy(o, dr[i], 8);
-                memcpy(o + n - 8, dr[i] + n - 8, 8);
-            } else if (n >= 4) {
-                memcpy(o, dr[i], 4);
-                memcpy(o + n - 4, dr[i] + n - 4, 4);
-            } else {
-                int64_t q;
-                for (q = 0; q < n; q++) o[q] = dr[i][q];
-            }
-        }
+        for (i = 0; i < N; i++)
+            dmls_copy_short(d + (kk + i) * dk, dr[i], n);
     }
     *kdone = kn;
 }
