@@ -139,6 +139,18 @@ static int transpose_flags(const dmls_plan *p) {
    of the cached tile with streaming stores: their first and last lines,
    written in part, are a quarter of them. */
 #define DMLS_SHIFTED_MIN_RUN 1024
+/* A copy planned through L2 takes nt_shifted only where a task's source
+   rows (its kn values of k) are at most DMLS_SHIFTED_L2_SHORT bytes or at
+   least DMLS_SHIFTED_L2_LONG; between the two the L2 buffers read them as
+   runs long enough and write each destination row's piece whole.  In one
+   process on the same buffers, nt_shifted against the L2 buffers (2
+   threads, 9 rounds; 2-D float32/float64 transposes and NHWC to NCHW
+   gathers of 44-111 MB): rows of 84-160 bytes (21-40 float32 channels,
+   17 float64) 1.15-2.05x, of 1.6-48 KB 0.94-1.35x (3001 x 5003 float32
+   1.11-1.23x), of 180-920 bytes 0.49-0.94x (77 float32 channels 0.49x, a
+   141-column matrix scattered 0.61-0.63x). */
+#define DMLS_SHIFTED_L2_SHORT 160
+#define DMLS_SHIFTED_L2_LONG 1024
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
     const int w = p->width;
@@ -203,7 +215,8 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         } else {
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
-            if (p->stream && jn * w >= DMLS_SHIFTED_MIN_RUN && (w >= 4 || (w == 2 && !p->l2))) {
+            if (p->stream && jn * w >= DMLS_SHIFTED_MIN_RUN && (w >= 4 || (w == 2 && !p->l2)) &&
+                    (!p->l2 || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG)) {
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }
