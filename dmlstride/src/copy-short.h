@@ -1,6 +1,7 @@
-/* Short copies without a call: the staging rows of the blocked transpose
-   and the rows of a padded micro-block are a few bytes to a few lines
-   long, where a memcpy call costs more than the moves. */
+/* Short copies without a call: short contiguous rows, the staging rows
+   of the blocked transpose and the rows of a padded micro-block are a few
+   bytes to a few lines long, where a memcpy call costs more than the
+   moves. */
 #ifndef DMLS_COPY_SHORT_H
 #define DMLS_COPY_SHORT_H
 
@@ -16,21 +17,25 @@
 /* The first and the last m bytes of n (m <= n <= 2 m; m a constant where
    it is inlined), both read before either is written. */
 static DMLS_COPY_INLINE void dmls_copy_ends(char *d, const char *s, int64_t n, int m) {
-    char a[16], b[16];
+    char a[32], b[32];
     memcpy(a, s, (size_t)m);
     memcpy(b, s + n - m, (size_t)m);
     memcpy(d, a, (size_t)m);
     memcpy(d + n - m, b, (size_t)m);
 }
 
-/* n bytes from s to d (no overlap): 16-byte moves, the last one
-   overlapping the one before; under 16 bytes, two overlapping moves of 8
-   or 4, or byte by byte. */
+/* n bytes from s to d (no overlap): up to 64 bytes as two overlapping
+   moves of 32, 16, 8 or 4 (byte by byte under 4); longer, 16-byte moves,
+   the last one overlapping the one before. */
 static DMLS_COPY_INLINE void dmls_copy_short(char *d, const char *s, int64_t n) {
     int64_t i;
-    if (n >= 16) {
+    if (n > 64) {
         for (i = 0; i + 16 < n; i += 16) memcpy(d + i, s + i, 16);
         memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 32) {
+        dmls_copy_ends(d, s, n, 32);
+    } else if (n >= 16) {
+        dmls_copy_ends(d, s, n, 16);
     } else if (n >= 8) {
         dmls_copy_ends(d, s, n, 8);
     } else if (n >= 4) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "block.h"
+#include "copy-short.h"
 #include "elements.h"
 #include "isa.h"
 #include "nibble.h"
@@ -120,31 +121,6 @@ static inline int64_t segment_shift(const dmls_plan *p, const char *d, int64_t d
     return e - (int64_t)(64 - off) / w;
 }
 
-/* n <= 64 bytes from s to d (not overlapping): two fixed-size copies that
-   overlap in the middle where n is not a power of two (the bytes there
-   are written twice, with the same values). */
-static inline void copy_short(char *d, const char *s, int64_t n) {
-    char a[32], b[32];
-    if (n >= 32) {
-        memcpy(a, s, 32);
-        memcpy(b, s + n - 32, 32);
-        memcpy(d, a, 32);
-        memcpy(d + n - 32, b, 32);
-    } else if (n >= 16) {
-        memcpy(a, s, 16);
-        memcpy(b, s + n - 16, 16);
-        memcpy(d, a, 16);
-        memcpy(d + n - 16, b, 16);
-    } else if (n >= 8) {
-        memcpy(a, s, 8);
-        memcpy(b, s + n - 8, 8);
-        memcpy(d, a, 8);
-        memcpy(d + n - 8, b, 8);
-    } else {
-        memcpy(d, s, (size_t)n);
-    }
-}
-
 /* Elements [*j0, *j1) of segment seg of a row whose boundaries move back
    by shift (segment_shift). */
 static inline void segment_range(const dmls_plan *p, int64_t seg, int64_t shift, int64_t *j0, int64_t *j1) {
@@ -201,7 +177,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            library call, which took most of the time for rows of 36 bytes. */
         const int64_t n = p->inner_size * p->width;
         for (t = t0; t < t1; t++) {
-            copy_short(d + do_, s + so, n);
+            dmls_copy_short(d + do_, s + so, n);
             next_outer(p, idx, &so, &do_);
         }
         return;
