@@ -445,9 +445,9 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    ordinary stores; the columns from the last whole band on are the
    caller's.  Rows in chunks of KC (KC * 128 bytes of scratch).  Rows
    past the last whole micro-block (kn not a multiple of N) are one more
-   strip of N rows ending at kn, with slots of its own (N * 128 bytes
-   after the chunk's): it overlaps the strip before, whose lines it writes
-   again with the same values.  Reads stay within s + j * sj + [0, kn * W)
+   strip of N rows ending at kn, moved back by kf + N - kn rows, with
+   slots of its own (the N slots after the last chunk's): it overlaps the
+   strip before, whose lines it writes again with the same values.  Reads stay within s + j * sj + [0, kn * W)
    for j < nb * E, writes within d + k * dk + [0, nb * E * W) for k < kn.
    See tile.c (DMLS_SHIFTED_MIN_RUN) for where it is used and what it
    measured. */
@@ -460,8 +460,8 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
     enum { KC = DMLS_SHIFTED_KC, SLOT = DMLS_SHIFTED_SLOT };
     const int64_t N = 16 / W, E = 64 / W;
     const int64_t kf = kn - kn % N, nb = jn / E;
-    char *const extra = scratch + KC * SLOT;   /* the last strip's slots */
-    int64_t k0, nk, b, k, i, h, q, last;
+    const int64_t back = kf + N - kn;   /* rows the extra strip moves back (row k >= kf is k - back) */
+    int64_t k0, nk, b, k, i, h, q, ke;
     *kdone = *jdone = 0;
     if ((uintptr_t)d % (uintptr_t)W != 0 || dk % W != 0 || kf == 0 || nb < 2)
         return;
@@ -474,13 +474,13 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
     }
     for (k0 = 0; k0 < kf; k0 += nk) {
         nk = kf - k0 < KC ? kf - k0 : KC;
-        last = k0 + nk == kf && kf < kn;   /* this chunk ends with the extra strip */
+        /* the last chunk goes on with the extra strip, in the slots after its own */
+        ke = k0 + nk == kf && kf < kn ? kf + N : k0 + nk;
         for (b = 0; b < nb; b++) {
             const char *sb = s + b * E * sj;
-            for (k = k0; k < k0 + nk + (last ? N : 0); k += N) {
-                /* the extra strip: rows kn - N .. kn - 1, its own slots */
-                const int64_t kk = k < k0 + nk ? k : kn - N;
-                char *sl = k < k0 + nk ? scratch + (k - k0) * SLOT : extra;
+            for (k = k0; k < ke; k += N) {
+                const int64_t kk = k < kf ? k : k - back;
+                char *sl = scratch + (k - k0) * SLOT;
                 for (q = 0; q < 4; q++)
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT) {
@@ -496,9 +496,8 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
             }
         }
         /* The last whole band's values past the last whole line. */
-        for (k = k0; k < k0 + nk + (last ? N : 0); k++) {
-            const int64_t kk = k < k0 + nk ? k : kn - N + (k - k0 - nk);
-            char *row = d + kk * dk, *sl = k < k0 + nk ? scratch + (k - k0) * SLOT : extra + (k - k0 - nk) * SLOT;
+        for (k = k0; k < ke; k++) {
+            char *row = d + (k < kf ? k : k - back) * dk, *sl = scratch + (k - k0) * SLOT;
             h = (int64_t)((64 - (uintptr_t)row % 64) % 64);
             memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
         }
