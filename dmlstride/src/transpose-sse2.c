@@ -219,6 +219,11 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
     *jdone = jf;
 }
 
+/* Bytes from p to the next 64-byte line boundary (0 on one). */
+static inline int64_t dmls_line_gap(const void *p) {
+    return (int64_t)((64 - ((uintptr_t)p & 63)) & 63);
+}
+
 /* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
    or ordinary aligned stores (stream is a constant where this is inlined). */
 static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
@@ -250,7 +255,7 @@ static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int s
    part is merged in memory, and a neighbouring run may write the rest of
    it). */
 static void dmls_stream_copy(char *d, const char *s, int64_t n) {
-    int64_t head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
+    int64_t head = dmls_line_gap(d);
     if (head > n) head = n;
     memcpy(d, s, (size_t)head);
     d += head; s += head; n -= head;
@@ -269,7 +274,7 @@ static void dmls_copy(char *d, const char *s, int64_t n) {
         memcpy(d, s, (size_t)n);
         return;
     }
-    head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
+    head = dmls_line_gap(d);
     memcpy(d, s, (size_t)head);
     d += head; s += head; n -= head;
     dmls_copy_body(d, s, n, 0);
@@ -317,7 +322,7 @@ static int64_t dmls_stream_fill(int W, const char *s, char *d, int64_t n) {
     int64_t head, i, body;
     uint64_t x8 = 0;
     if ((uintptr_t)d % (uintptr_t)W != 0) return 0;
-    head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
+    head = dmls_line_gap(d);
     if (head > n * W) head = n * W;
     memcpy(&x8, s, (size_t)W);
     switch (W) {
@@ -485,7 +490,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT) {
                     char *row = d + (kk + i) * dk;
-                    h = (int64_t)((64 - (uintptr_t)row % 64) % 64);   /* bytes */
+                    h = dmls_line_gap(row);
                     if (b == 0) {
                         memcpy(row, sl + 64, (size_t)h);
                     } else {
@@ -498,7 +503,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
         /* The last whole band's values past the last whole line. */
         for (k = k0; k < ke; k++) {
             char *row = d + (k < kf ? k : k - back) * dk, *sl = scratch + (k - k0) * SLOT;
-            h = (int64_t)((64 - (uintptr_t)row % 64) % 64);
+            h = dmls_line_gap(row);
             memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
         }
     }
@@ -570,7 +575,7 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    writes within d + [0, kn * jn * W). */
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch) {
     const int64_t N = 16 / W, E = 64 / W, dk = jn * W;
-    const int64_t h = (int64_t)((64 - (uintptr_t)d % 64) % 64), hw = h / W, tw = E - hw;
+    const int64_t h = dmls_line_gap(d), hw = h / W, tw = E - hw;
     const char *sr[16];
     char *dr[8];
     int64_t kd, k, i, q;
