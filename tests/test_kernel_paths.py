@@ -768,12 +768,7 @@ def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn,
         assert math.prod(n for n, _ in plan["block"]["k"]) == kn
         assert math.prod(n for n, _ in plan["block"]["j"]) == jn
         assert plan["segment"] == segment
-        for src_desc, dst_desc in ((strided, packed), (packed, strided)):
-            src = _random_buffer(src_desc.total_tensor_size_in_bytes, kn)
-            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, jn).tobytes())
-            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 0)
-            ds.copy_tensor(src, src_desc, dst, dst_desc)
-            assert bytes(dst) == expect
+        _check_block_case_copies("uint8", f"k{kn}-j{jn}", sizes, order, 0)
 
 
 # Permutations that are one block or a few (no outer dimensions left, or short
