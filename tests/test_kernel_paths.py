@@ -202,11 +202,14 @@ def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, thre
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64])
+@pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64,
+                                  65, 100, 128, 129, 200, 257, 511, 512, 513])
 def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
-    # Rows of up to 64 contiguous bytes, copied whole at many offsets: every
-    # row length the short-row copy distinguishes, gathered and scattered
-    # (between guard bytes), against numpy.
+    # Rows of 2 bytes to 4 KiB contiguous, copied whole at many offsets:
+    # every row length the short-row copy distinguishes (up to 64 bytes
+    # two overlapping moves, then 16-byte moves, the last one overlapping;
+    # it takes rows of up to 512 bytes) and rows past it, gathered and
+    # scattered (between guard bytes), against numpy.
     dt = np.dtype(ds.numpy_dtype(dtype))
     sizes = (37, 29, last)
     packed = ds.BufferTensorDesc(dtype, sizes)
