@@ -204,11 +204,16 @@ def _set_stream_min_total(int64_t nbytes):
     """Set the copy size from which plans made afterwards use streaming stores; return the old one.
 
     Private: lets the tests reach the streaming kernels with small tensors.
+    Plans kept by descriptor (gather, scatter and copy_tensor's cache, the
+    fast paths' specs) were made under the old threshold and are dropped.
     """
     if nbytes < 0:
         raise ValueError("nbytes must be >= 0")
     old = _planner.stream_min_total
     _planner.stream_min_total = nbytes
+    from . import transfer
+    transfer._plans.clear()
+    forget_gathers()
     return old
 
 
@@ -538,10 +543,11 @@ def have_threads():
 
 
 # ---------------------------------------------------------------------------------------
-# gather fast path
+# gather and scatter fast paths
 
-cdef class GatherSpec:
-    """What a gather needs, resolved once per descriptor (see :func:`remember_gather`)."""
+cdef class TransferSpec:
+    """What a gather or a scatter needs, resolved once per descriptor
+    (see :func:`remember_gather` and :func:`remember_scatter`)."""
 
     cdef Plan plan
     cdef int ndim
@@ -574,11 +580,11 @@ cdef Py_ssize_t GATHER_SPEC_LIMIT = 256
 # A private sentinel, never a descriptor: nothing a caller passes is it.
 cdef object _NO_DESC = object()
 cdef object _last_desc = _NO_DESC
-cdef GatherSpec _last_spec = None
+cdef TransferSpec _last_spec = None
 cdef object _desc_type = None
 
 
-def remember_gather(object desc, GatherSpec spec not None):
+def remember_gather(object desc, TransferSpec spec not None):
     """Register ``spec`` for later gathers through ``desc``, a validated descriptor.
 
     Only descriptors of the type registered here take the fast path.
@@ -593,11 +599,14 @@ def remember_gather(object desc, GatherSpec spec not None):
 
 
 def forget_gathers():
-    """Empty the gather-spec registry (for tests)."""
-    global _last_desc, _last_spec
+    """Empty the gather-spec and scatter-spec registries (for tests)."""
+    global _last_desc, _last_spec, _last_scatter_desc, _last_scatter_spec
     _gather_specs.clear()
     _last_desc = _NO_DESC
     _last_spec = None
+    _scatter_specs.clear()
+    _last_scatter_desc = _NO_DESC
+    _last_scatter_spec = None
 
 
 def gather_specs_held():
@@ -614,7 +623,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     buffer.
     """
     global _last_desc, _last_spec
-    cdef GatherSpec g
+    cdef TransferSpec g
     cdef Py_ssize_t off
     cdef Py_buffer sv
     cdef cnp.ndarray arr
@@ -633,7 +642,7 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
         spec = _gather_specs.get(desc)
         if spec is None:
             return None
-        g = <GatherSpec>spec
+        g = <TransferSpec>spec
         _last_desc = desc
         _last_spec = g
     if offset < 0 or offset >= _OFFSET_LIMIT:
@@ -671,3 +680,89 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     finally:
         PyBuffer_Release(&sv)
     return arr
+
+
+# Scatter specs by descriptor, kept like the gather specs.  transfer.scatter
+# registers a descriptor only after a checked scatter through it succeeded (so
+# it is valid and its elements do not overlap), and only for types whose
+# values need no range check (not the 4-bit ones).
+cdef dict _scatter_specs = {}
+cdef object _last_scatter_desc = _NO_DESC
+cdef TransferSpec _last_scatter_spec = None
+
+
+def remember_scatter(object desc, TransferSpec spec not None):
+    """Register ``spec`` for later scatters through ``desc`` (see :func:`remember_gather`)."""
+    global _last_scatter_desc, _last_scatter_spec, _desc_type
+    if desc not in _scatter_specs and len(_scatter_specs) >= GATHER_SPEC_LIMIT:
+        del _scatter_specs[next(iter(_scatter_specs))]
+    _scatter_specs[desc] = spec
+    _desc_type = type(desc)
+    _last_scatter_desc = desc
+    _last_scatter_spec = spec
+
+
+def scatter_specs_held():
+    """Number of descriptors with a registered scatter spec."""
+    return len(_scatter_specs)
+
+
+def scatter_fast(object array, object desc, object buffer, object offset, object check_alignment):
+    """Scatter for the common, already-validated case; False means "take the checked path".
+
+    Taken only when ``desc`` has a spec registered by :func:`remember_scatter`,
+    ``offset`` is a plain int that passes the binding rule, and ``array`` is a
+    C-contiguous numpy array of the descriptor's shape and exact dtype that
+    does not share memory with the destination range.  The buffer must be
+    writable and is bounds-checked as it is acquired.
+    """
+    global _last_scatter_desc, _last_scatter_spec
+    cdef TransferSpec g
+    cdef Py_ssize_t off
+    cdef Py_buffer dv
+    cdef cnp.ndarray arr
+    cdef int i
+    cdef uintptr_t s0, s1, d0, d1
+    if type(offset) is not int or type(array) is not cnp.ndarray:
+        return False
+    if check_alignment is not True and check_alignment is not False:
+        return False
+    if desc is _last_scatter_desc:
+        g = _last_scatter_spec
+    else:
+        if type(desc) is not _desc_type:
+            return False
+        spec = _scatter_specs.get(desc)
+        if spec is None:
+            return False
+        g = <TransferSpec>spec
+        _last_scatter_desc = desc
+        _last_scatter_spec = g
+    if offset < 0 or offset >= _OFFSET_LIMIT:
+        return False
+    off = offset
+    if check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (g.align and off % g.align)):
+        return False
+    arr = <cnp.ndarray>array
+    if (cnp.PyArray_NDIM(arr) != g.ndim or cnp.PyArray_TYPE(arr) != g.type_num
+            or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISNOTSWAPPED(arr)):
+        return False
+    for i in range(g.ndim):
+        if cnp.PyArray_DIMS(arr)[i] != g.dims[i]:
+            return False
+    if <int64_t>cnp.PyArray_NBYTES(arr) < <int64_t>g.plan.src_extent:
+        return False
+    _acquire(&dv, buffer, True, "buffer")
+    try:
+        check_range(&dv, off, g.total, g.plan.dst_extent, "buffer")
+        # An array sharing memory with the destination range takes the checked path (a copy).
+        s0 = <uintptr_t>cnp.PyArray_DATA(arr)
+        s1 = s0 + <uintptr_t>cnp.PyArray_NBYTES(arr)
+        d0 = <uintptr_t>dv.buf + <uintptr_t>off
+        d1 = d0 + <uintptr_t>(<int64_t>g.plan.dst_extent)
+        if s0 < d1 and d0 < s1:
+            return False
+        _run_plan(g.plan, <const char*>cnp.PyArray_DATA(arr), <char*>dv.buf + off, g_num_threads)
+    finally:
+        PyBuffer_Release(&dv)
+    return True

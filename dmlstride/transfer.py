@@ -228,7 +228,7 @@ def gather(
         np.copyto(out, tmp)
     if type(desc) is BufferTensorDesc:
         # Later gathers through an equal descriptor take the engine's fast path.
-        _engine.remember_gather(desc, _engine.GatherSpec(
+        _engine.remember_gather(desc, _engine.TransferSpec(
             plan, desc.sizes, dtype, desc.total_tensor_size_in_bytes, desc.guaranteed_base_offset_alignment
         ))
     return out
@@ -345,6 +345,8 @@ def scatter(
     >>> bytes(buf[:10])
     b'\\x01\\x02\\x03..\\x04\\x05\\x06..'
     """
+    if _engine.scatter_fast(array, desc, buffer, offset, check_alignment):
+        return
     _check_desc(desc)
     off = _check_offset(offset, desc, check_alignment, "offset")
     _check_writable_fits(buffer, off, desc.total_tensor_size_in_bytes)
@@ -355,6 +357,11 @@ def scatter(
     if not _engine.execute(plan, src, 0, 0, buffer, off, total, True, src_name="array", dst_name="buffer"):
         # The array shares memory with the destination range: read from a copy.
         _engine.execute(plan, src.copy(), 0, 0, buffer, off, total, src_name="array", dst_name="buffer")
+    if type(desc) is BufferTensorDesc and desc.data_type not in _FOUR_BIT_RANGE:
+        # Later scatters through an equal descriptor take the engine's fast path.
+        _engine.remember_scatter(desc, _engine.TransferSpec(
+            plan, desc.sizes, src.dtype, total, desc.guaranteed_base_offset_alignment
+        ))
 
 
 def copy_tensor(

@@ -759,6 +759,13 @@ def _gather_fast(o: ObjectBuffers, buffer: Any) -> Any:
     return gather(buffer, desc)
 
 
+def _scatter_fast(o: ObjectBuffers, buffer: Any, array: Any = None) -> Any:
+    """Warm the descriptor's scatter fast path on a fresh plain buffer, then scatter into ``buffer``."""
+    desc = BufferTensorDesc("uint8", [2, 3])
+    scatter(o.arr, desc, bytearray(16))
+    return scatter(o.arr if array is None else array, desc, buffer)
+
+
 U8_16 = BufferTensorDesc("uint8", [16])
 F32_2 = BufferTensorDesc("float32", [2])
 
@@ -803,6 +810,13 @@ OBJECT_CASES: list[Case] = [
          "buffer holds Python objects"),
     Case("scatter-pointers-char_p", lambda o: scatter(o.arr, U8_2x3, o.char_p), TypeError,
          "buffer holds pointers"),
+    Case("scatter-objects-fast-path", lambda o: _scatter_fast(o, o.objs), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-objects-memoryview-cast-fast-path", lambda o: _scatter_fast(o, o.cast), TypeError,
+         "buffer holds Python objects"),
+    Case("scatter-pointers-fast-path", lambda o: _scatter_fast(o, o.char_p), TypeError, "buffer holds pointers"),
+    Case("scatter-objects-array-fast-path", lambda o: _scatter_fast(o, bytearray(16), o.objs[:6].reshape(2, 3)),
+         TypeError, "array holds Python objects"),
     Case("scatter-objects-array", lambda o: scatter(o.objs[:6].reshape(2, 3), U8_2x3, o.ba), TypeError,
          "array holds Python objects"),
     Case("scatter-objects-array-list", lambda o: scatter([o.items[:3], o.items[3:6]], U8_2x3, o.ba), TypeError,

@@ -62,17 +62,19 @@ def _isa_level(level):
 
 @contextlib.contextmanager
 def _stream_threshold(nbytes):
-    # Plans made inside stream from nbytes on.  gather, scatter and
-    # copy_tensor keep their plans by descriptor, so the plan cache is
-    # emptied on the way in and out: a plan made under the other threshold
-    # (by an earlier test, or the other parametrization) is not reused.
+    # Plans made inside stream from nbytes on.  Setting the threshold drops
+    # the plans gather, scatter and copy_tensor keep by descriptor, so none
+    # made under the other threshold (by an earlier test, or the other
+    # parametrization) is reused: checked here.
+    ds.gather(bytes(64), ds.BufferTensorDesc("uint8", [2, 3], strides=[1, 2]))
+    ds.scatter(np.zeros((2, 3), np.uint8), ds.BufferTensorDesc("uint8", [2, 3], strides=[1, 2]), bytearray(64))
+    assert transfer._plans and _engine.gather_specs_held() and _engine.scatter_specs_held()
     old = _engine._set_stream_min_total(nbytes)
-    transfer._plans.clear()
+    assert not transfer._plans and not _engine.gather_specs_held() and not _engine.scatter_specs_held()
     try:
         yield
     finally:
         _engine._set_stream_min_total(old)
-        transfer._plans.clear()
 
 
 def _check_scatter(values, desc, out, offset=0, **options):

@@ -38,7 +38,7 @@ def test_use_stores_no_engine_state_on_the_descriptor():
     _use(d, packed)
     assert _slots(d) == before and _slots(packed) == before_packed
     for value in [*_slots(d).values(), *_slots(packed).values()]:
-        assert not isinstance(value, (dict, list, _engine.Plan, _engine.GatherSpec))
+        assert not isinstance(value, (dict, list, _engine.Plan, _engine.TransferSpec))
     assert not any("cache" in name for name in BufferTensorDesc.__slots__)
 
 
@@ -95,3 +95,113 @@ def test_fast_path_with_nothing_registered_refuses_non_descriptors(desc):
     _engine.forget_gathers()
     with pytest.raises(TypeError, match="desc must be a BufferTensorDesc"):
         ds.gather(bytes(16), desc)
+
+
+# -- the scatter fast path ----------------------------------------------------------------------
+
+_S_DESC = BufferTensorDesc("float32", [3, 4], strides=[7, 1])
+
+
+def _scatter_np(buf: bytes, desc: BufferTensorDesc, values: object, offset: int = 0) -> bytes:
+    # numpy's assignment through a strided view of a copy of buf: the reference.
+    out = np.frombuffer(bytearray(buf), np.uint8)
+    view = np.ndarray(desc.sizes, np.float32, buffer=out, offset=offset,
+                      strides=[s * 4 for s in desc.effective_strides])
+    view[...] = np.array(values, copy=True)
+    return out.tobytes()
+
+
+def _warm_scatter() -> bytearray:
+    _engine.forget_gathers()
+    buf = bytearray(range(128))
+    ds.scatter(np.ones((3, 4), np.float32), _S_DESC, buf)          # the checked path registers it
+    assert _engine.scatter_specs_held() == 1
+    return buf
+
+
+def test_equal_descriptors_share_scatter_specs_and_scatter_alike():
+    buf = _warm_scatter()
+    twin = BufferTensorDesc("float32", [3, 4], strides=[7, 1])
+    assert twin == _S_DESC and twin is not _S_DESC
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    for d in (twin, _S_DESC, twin):
+        before = bytes(buf)
+        ds.scatter(values + len(d.sizes), d, buf)
+        assert bytes(buf) == _scatter_np(before, d, values + len(d.sizes))
+    assert _engine.scatter_specs_held() == 1
+
+
+@pytest.mark.parametrize("values", [
+    np.arange(12, dtype=np.float64).reshape(3, 4) / 3,           # converted
+    np.arange(12, dtype=np.int32).reshape(3, 4),                   # converted
+    np.arange(12, dtype=np.float32).reshape(4, 3).T,               # not C-contiguous
+    np.arange(12, dtype=">f4").reshape(3, 4),                      # byte-swapped
+    [[1.5, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]],               # not an array
+    np.arange(12, dtype=np.float32).reshape(3, 4)[None][0],        # a view, still plain
+], ids=["float64", "int32", "transposed", "big-endian", "list", "view"])
+def test_scatter_fast_path_hands_on_what_it_does_not_take(values):
+    buf = _warm_scatter()
+    before = bytes(buf)
+    ds.scatter(values, _S_DESC, buf)
+    assert bytes(buf) == _scatter_np(before, _S_DESC, values)
+
+
+def test_scatter_fast_path_reads_an_aliasing_array_as_a_copy():
+    buf = _warm_scatter()
+    raw = np.frombuffer(buf, np.uint8)
+    values = raw[4:52].view(np.float32).reshape(3, 4)        # inside the destination range
+    before = bytes(buf)
+    expect = _scatter_np(before, _S_DESC, values.copy())
+    ds.scatter(values, _S_DESC, buf)
+    assert bytes(buf) == expect
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda v: ds.scatter(v, _S_DESC, bytes(128)), BufferError, "read-only"),
+    (lambda v: ds.scatter(v, _S_DESC, bytearray(40)), BufferError, "too small"),
+    (lambda v: ds.scatter(v, _S_DESC, bytearray(128), offset=96), BufferError, "too small"),
+    (lambda v: ds.scatter(v, _S_DESC, bytearray(128), offset=4), ds.DescriptorError, "multiple of 16"),
+    (lambda v: ds.scatter(v, _S_DESC, bytearray(128), offset=-16), BufferError, "at least 0"),
+    (lambda v: ds.scatter(v[:2], _S_DESC, bytearray(128)), ValueError, "shape"),
+    (lambda v: ds.scatter(v.astype(np.complex64), _S_DESC, bytearray(128)), TypeError, "same_kind"),
+], ids=["read-only", "small", "offset-past-end", "misaligned", "negative-offset", "shape", "casting"])
+def test_scatter_fast_path_refuses_as_the_checked_path_does(call, exc, match):
+    _warm_scatter()
+    with pytest.raises(exc, match=match):
+        call(np.ones((3, 4), np.float32))
+
+
+def test_scatter_fast_path_relaxed_alignment_and_offset():
+    buf = _warm_scatter()
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    before = bytes(buf)
+    ds.scatter(values, _S_DESC, buf, offset=4, check_alignment=False)
+    assert bytes(buf) == _scatter_np(before, _S_DESC, values, offset=4)
+
+
+@pytest.mark.parametrize("dtype,bad", [("uint4", 16), ("int4", -9)])
+def test_four_bit_scatters_keep_checking_values(dtype, bad):
+    _engine.forget_gathers()
+    d = BufferTensorDesc(dtype, [2, 3])
+    buf = bytearray(16)
+    ds.scatter(np.zeros((2, 3), np.int8 if dtype == "int4" else np.uint8), d, buf)
+    assert _engine.scatter_specs_held() == 0
+    values = np.zeros((2, 3), np.int8 if dtype == "int4" else np.uint8)
+    values[1, 2] = bad
+    with pytest.raises(ValueError, match="elements must be"):
+        ds.scatter(values, d, buf)
+    assert buf == bytearray(16)
+
+
+def test_scatter_fast_path_refuses_an_impostor_descriptor():
+    _warm_scatter()
+
+    class Impostor:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return hash(_S_DESC)
+
+    with pytest.raises(TypeError, match="BufferTensorDesc"):
+        ds.scatter(np.ones((3, 4), np.float32), Impostor(), bytearray(128))  # type: ignore[arg-type]
