@@ -599,8 +599,12 @@ def remember_gather(object desc, TransferSpec spec not None):
 
 
 def forget_gathers():
-    """Empty the gather-spec and scatter-spec registries (for tests)."""
+    """Empty the gather, scatter and copy-spec registries (for tests)."""
     global _last_desc, _last_spec, _last_scatter_desc, _last_scatter_spec
+    global _last_copy_src, _last_copy_dst, _last_copy_spec
+    _copy_specs.clear()
+    _last_copy_src = _last_copy_dst = _NO_DESC
+    _last_copy_spec = None
     _gather_specs.clear()
     _last_desc = _NO_DESC
     _last_spec = None
@@ -765,4 +769,113 @@ def scatter_fast(object array, object desc, object buffer, object offset, object
         _run_plan(g.plan, <const char*>cnp.PyArray_DATA(arr), <char*>dv.buf + off, g_num_threads)
     finally:
         PyBuffer_Release(&dv)
+    return True
+
+
+cdef class CopySpec:
+    """What a copy_tensor between two descriptors needs (see :func:`remember_copy`)."""
+
+    cdef Plan plan
+    cdef object src_total
+    cdef object dst_total
+    cdef Py_ssize_t src_align
+    cdef Py_ssize_t dst_align
+
+    def __init__(self, Plan plan not None, src_total, dst_total, Py_ssize_t src_align, Py_ssize_t dst_align):
+        self.plan = plan
+        self.src_total = src_total
+        self.dst_total = dst_total
+        self.src_align = src_align
+        self.dst_align = dst_align
+
+
+# Copy specs by (source, destination) descriptor pair, kept like the gather
+# specs.  transfer.copy_tensor registers a pair only after a checked copy
+# through it succeeded (so both are valid, agree in sizes and type, and the
+# destination's elements do not overlap).
+cdef dict _copy_specs = {}
+cdef object _last_copy_src = _NO_DESC
+cdef object _last_copy_dst = _NO_DESC
+cdef CopySpec _last_copy_spec = None
+
+
+def remember_copy(object src_desc, object dst_desc, CopySpec spec not None):
+    """Register ``spec`` for later copies from ``src_desc`` to ``dst_desc``."""
+    global _last_copy_src, _last_copy_dst, _last_copy_spec, _desc_type
+    key = (src_desc, dst_desc)
+    if key not in _copy_specs and len(_copy_specs) >= GATHER_SPEC_LIMIT:
+        del _copy_specs[next(iter(_copy_specs))]
+    _copy_specs[key] = spec
+    _desc_type = type(src_desc)
+    _last_copy_src = src_desc
+    _last_copy_dst = dst_desc
+    _last_copy_spec = spec
+
+
+def copy_specs_held():
+    """Number of descriptor pairs with a registered copy spec."""
+    return len(_copy_specs)
+
+
+cdef inline bint _offset_ok(object offset, object check_alignment, Py_ssize_t align):
+    # A plain int offset inside the offset limit that passes the binding rule.
+    cdef Py_ssize_t off
+    if type(offset) is not int or offset < 0 or offset >= _OFFSET_LIMIT:
+        return False
+    off = offset
+    return not (check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (align and off % align)))
+
+
+def copy_fast(object src, object src_desc, object dst, object dst_desc,
+              object src_offset, object dst_offset, object check_alignment):
+    """copy_tensor for the common, already-validated case; False means "take the checked path".
+
+    Taken only when the pair has a spec registered by :func:`remember_copy`,
+    both offsets are plain ints that pass the binding rule, and the two byte
+    ranges do not overlap.  Both buffers are acquired (the destination
+    writable) and bounds-checked.
+    """
+    global _last_copy_src, _last_copy_dst, _last_copy_spec
+    cdef CopySpec g
+    cdef Py_ssize_t soff, doff
+    cdef Py_buffer sv, dv
+    cdef uintptr_t s0, s1, d0, d1
+    if check_alignment is not True and check_alignment is not False:
+        return False
+    if src_desc is _last_copy_src and dst_desc is _last_copy_dst:
+        g = _last_copy_spec
+    else:
+        if type(src_desc) is not _desc_type or type(dst_desc) is not _desc_type:
+            return False
+        spec = _copy_specs.get((src_desc, dst_desc))
+        if spec is None:
+            return False
+        g = <CopySpec>spec
+        _last_copy_src = src_desc
+        _last_copy_dst = dst_desc
+        _last_copy_spec = g
+    if not _offset_ok(src_offset, check_alignment, g.src_align):
+        return False
+    if not _offset_ok(dst_offset, check_alignment, g.dst_align):
+        return False
+    soff = src_offset
+    doff = dst_offset
+    _acquire(&sv, src, False, "src")
+    try:
+        check_range(&sv, soff, g.src_total, g.plan.src_extent, "src")
+        _acquire(&dv, dst, True, "dst")
+        try:
+            check_range(&dv, doff, g.dst_total, g.plan.dst_extent, "dst")
+            s0 = <uintptr_t>sv.buf + <uintptr_t>soff
+            s1 = s0 + <uintptr_t>(<int64_t>g.plan.src_extent)
+            d0 = <uintptr_t>dv.buf + <uintptr_t>doff
+            d1 = d0 + <uintptr_t>(<int64_t>g.plan.dst_extent)
+            if s0 < d1 and d0 < s1:
+                # Overlapping ranges go through a temporary on the checked path.
+                return False
+            _run_plan(g.plan, <const char*>s0, <char*>d0, g_num_threads)
+        finally:
+            PyBuffer_Release(&dv)
+    finally:
+        PyBuffer_Release(&sv)
     return True

@@ -766,6 +766,13 @@ def _scatter_fast(o: ObjectBuffers, buffer: Any, array: Any = None) -> Any:
     return scatter(o.arr if array is None else array, desc, buffer)
 
 
+def _copy_fast(o: ObjectBuffers, src: Any, dst: Any) -> Any:
+    """Warm the descriptor pair's copy fast path on fresh plain buffers, then copy from ``src`` to ``dst``."""
+    a, b = BufferTensorDesc("uint8", [16]), BufferTensorDesc("uint8", [16])
+    copy_tensor(bytes(16), a, bytearray(16), b)
+    return copy_tensor(src, a, dst, b)
+
+
 U8_16 = BufferTensorDesc("uint8", [16])
 F32_2 = BufferTensorDesc("float32", [2])
 
@@ -837,6 +844,12 @@ OBJECT_CASES: list[Case] = [
     Case("copy-objects-same-buffer", lambda o: copy_tensor(o.objs, U8_16, o.objs, U8_16, dst_offset=16),
          TypeError, "src holds Python objects"),
     Case("copy-pointers-dst", lambda o: copy_tensor(o.ba, U8_16, o.char_p, U8_16), TypeError,
+         "dst holds pointers"),
+    Case("copy-objects-src-fast-path", lambda o: _copy_fast(o, o.objs, bytearray(16)), TypeError,
+         "src holds Python objects"),
+    Case("copy-objects-dst-fast-path", lambda o: _copy_fast(o, bytes(16), o.objs), TypeError,
+         "dst holds Python objects"),
+    Case("copy-pointers-dst-fast-path", lambda o: _copy_fast(o, bytes(16), o.char_p), TypeError,
          "dst holds pointers"),
     # view hands out the references' bytes as a writable numpy array.
     Case("view-objects", lambda o: view(o.objs, U8_16), TypeError, "buffer holds Python objects"),

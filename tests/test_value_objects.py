@@ -205,3 +205,79 @@ def test_scatter_fast_path_refuses_an_impostor_descriptor():
 
     with pytest.raises(TypeError, match="BufferTensorDesc"):
         ds.scatter(np.ones((3, 4), np.float32), Impostor(), bytearray(128))  # type: ignore[arg-type]
+
+
+# -- the copy_tensor fast path --------------------------------------------------------------------
+
+_C_SRC = BufferTensorDesc.from_layout("float32", [1, 3, 2, 5], "NHWC")
+_C_DST = BufferTensorDesc("float32", [1, 3, 2, 5], strides=[64, 20, 8, 1])
+
+
+def _copy_np(src: bytes, dst: bytes, soff: int = 0, doff: int = 0) -> bytes:
+    # numpy's assignment between strided views of copies of both: the reference.
+    s = np.frombuffer(bytes(src), np.uint8)
+    out = np.frombuffer(bytearray(dst), np.uint8)
+    sv = np.ndarray(_C_SRC.sizes, np.float32, buffer=s, offset=soff,
+                    strides=[x * 4 for x in _C_SRC.effective_strides])
+    dv = np.ndarray(_C_DST.sizes, np.float32, buffer=out, offset=doff,
+                    strides=[x * 4 for x in _C_DST.effective_strides])
+    dv[...] = sv.copy()
+    return out.tobytes()
+
+
+def _warm_copy() -> tuple[bytearray, bytearray]:
+    _engine.forget_gathers()
+    src = bytearray(np.arange(64, dtype=np.float32).tobytes())
+    dst = bytearray(512)
+    ds.copy_tensor(src, _C_SRC, dst, _C_DST)                  # the checked path registers the pair
+    assert _engine.copy_specs_held() == 1
+    return src, dst
+
+
+def test_equal_descriptor_pairs_share_copy_specs_and_copy_alike():
+    src, dst = _warm_copy()
+    twins = (BufferTensorDesc.from_layout("float32", [1, 3, 2, 5], "NHWC"),
+             BufferTensorDesc("float32", [1, 3, 2, 5], strides=[64, 20, 8, 1]))
+    assert twins == (_C_SRC, _C_DST) and twins[0] is not _C_SRC
+    for i, (a, b) in enumerate((twins, (_C_SRC, _C_DST), twins)):
+        src[:] = (np.arange(64, dtype=np.float32) * (i + 2)).tobytes()
+        before = bytes(dst)
+        ds.copy_tensor(src, a, dst, b)
+        assert bytes(dst) == _copy_np(bytes(src), before)
+    assert _engine.copy_specs_held() == 1
+
+
+def test_copy_fast_path_at_offsets_and_relaxed_alignment():
+    src, dst = _warm_copy()
+    src += bytes(64)
+    for soff, doff, check in ((16, 32, True), (4, 8, False), (0, 12, False)):
+        before = bytes(dst)
+        ds.copy_tensor(src, _C_SRC, dst, _C_DST, src_offset=soff, dst_offset=doff, check_alignment=check)
+        assert bytes(dst) == _copy_np(bytes(src), before, soff, doff)
+
+
+def test_copy_fast_path_hands_overlapping_ranges_to_the_temporary():
+    _warm_copy()
+    buf = bytearray(np.arange(256, dtype=np.float32).tobytes())
+    before = bytes(buf)
+    ds.copy_tensor(buf, _C_SRC, buf, _C_DST, src_offset=32, dst_offset=0)
+    assert bytes(buf) == _copy_np(before, before, 32, 0)
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, bytes(d), _C_DST), BufferError, "dst is read-only"),
+    (lambda s, d: ds.copy_tensor(s[:100], _C_SRC, d, _C_DST), BufferError, "src too small"),
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, d[:200], _C_DST), BufferError, "dst too small"),
+    (lambda s, d: ds.copy_tensor(s[:100], _C_SRC, bytes(d), _C_DST), BufferError, "src too small"),
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, d, _C_DST, dst_offset=400), BufferError, "dst too small"),
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, d, _C_DST, src_offset=8), ds.DescriptorError, "multiple of 16"),
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, d, _C_DST, dst_offset=-16), BufferError, "at least 0"),
+    (lambda s, d: ds.copy_tensor(s, _C_SRC, d, _C_SRC, dst_offset=16.0), TypeError, "integer"),
+], ids=["read-only", "src-small", "dst-small", "src-first", "offset-past-end", "misaligned",
+        "negative", "float-offset"])
+def test_copy_fast_path_refuses_as_the_checked_path_does(call, exc, match):
+    src, dst = _warm_copy()
+    before = bytes(dst)
+    with pytest.raises(exc, match=match):
+        call(src, dst)
+    assert bytes(dst) == before
