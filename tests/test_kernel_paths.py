@@ -205,13 +205,21 @@ def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, thre
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64,
-                                  65, 100, 128, 129, 200, 257, 511, 512, 513])
-def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
+                                  65, 96, 100, 128, 129, 160, 200, 257, 384, 511, 512, 513])
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_permutations_that_keep_a_short_last_dimension(dtype, last, stream, threads):
     # Rows of 2 bytes to 4 KiB contiguous, copied whole at many offsets:
-    # every row length the short-row copy distinguishes (up to 64 bytes
-    # two overlapping moves, then 16-byte moves, the last one overlapping;
-    # it takes rows of up to 512 bytes) and rows past it, gathered and
-    # scattered (between guard bytes), against numpy.
+    # every row length the short-row copies distinguish (up to 64 bytes
+    # two overlapping moves, then 16-byte moves, the last one overlapping,
+    # or for multiples of 32 bytes 64-byte blocks loaded before they are
+    # stored, the last one overlapping; rows of up to 512 bytes, of less in
+    # a copy that streams) and rows past them, gathered and scattered
+    # (between guard bytes), against numpy.
+    with _stream_threshold(0 if stream else 1 << 62):
+        _check_short_last_dimension(dtype, last, stream)
+
+
+def _check_short_last_dimension(dtype, last, stream):
     dt = np.dtype(ds.numpy_dtype(dtype))
     sizes = (37, 29, last)
     packed = ds.BufferTensorDesc(dtype, sizes)
@@ -219,7 +227,7 @@ def test_permutations_that_keep_a_short_last_dimension(dtype, last, threads):
     buf = _random_buffer(packed.total_tensor_size_in_bytes, last)
     assert ds.gather(buf, swapped).tobytes() == _numpy_gather(buf, swapped).tobytes()
     plan = _engine.Plan(swapped.sizes, swapped.effective_strides, [37 * last, last, 1], swapped.element_bits)
-    assert plan.describe()["mode"] == "memcpy"
+    assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
     values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
     _check_scatter(values, swapped, _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last),
                    offset=32, check_alignment=False)

@@ -45,4 +45,33 @@ static DMLS_COPY_INLINE void dmls_copy_short(char *d, const char *s, int64_t n) 
     }
 }
 
+/* n bytes from s to d (no overlap), n > 64 and a multiple of 32: all four
+   loads of each 64 bytes before its stores (the last 64 overlapping the
+   ones before), as glibc's memcpy does, rather than a load and a store at
+   a time.  The short rows of a (0, 2, 1, 3) permutation of 96-256 bytes
+   ran 1.1-1.8x faster so (in one process, alternating, 2 threads); rows of
+   150-208 bytes ran 0.7-0.95x, and take dmls_copy_short. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static DMLS_COPY_INLINE void dmls_copy_blocks(char *d, const char *s, int64_t n) {
+    int64_t i = 0;
+    __m128i a, b, c, e;
+    for (;;) {
+        if (i + 64 > n) i = n - 64;
+        a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+        c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+        e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+        _mm_storeu_si128((__m128i *)(void *)(d + i), a);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 16), b);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 32), c);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 48), e);
+        i += 64;
+        if (i >= n) return;
+    }
+}
+#else
+#define dmls_copy_blocks dmls_copy_short
+#endif
+
 #endif
