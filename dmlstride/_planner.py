@@ -525,6 +525,35 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
                           lines=lines), l2=l2)
 
 
+#: Contiguous rows of at most this many bytes (the engine's inline short-row
+#: copy) may run in source order (short_rows_order).
+SHORT_ROW_BYTES = 512
+
+
+def short_rows_order(outer: list[Dim], row_bytes: int) -> list[Dim]:
+    """The outer dimensions of a copy of short contiguous rows, in the order
+    they run: destination order (merge_dims'), or source order where that
+    puts a shorter dimension innermost.
+
+    The innermost outer dimension is the one that jumps on one side: in
+    destination order, the rows are written one after another and read
+    either as that many streams (each moving one row along per round) or
+    as passes over a whole region, a row at a time far apart.  Streams are
+    the faster, and the fewer the better, so the order with the shorter
+    innermost dimension wins: a (0, 2, 1, 3) permutation of
+    (32, 1024, 16, 64) float16 scattered read 1024 rows 2 KiB apart per
+    pass, 16 passes; in source order it reads each row once and writes 16
+    streams, 2.25x faster (one process, alternating, 2 threads).  Scatters
+    of 5-D permutations with rows of 48-128 bytes ran 1.03-2.5x faster;
+    gathers, which keep destination order, 0.56-0.85x in source order.
+    Dimensions of stride 0 (broadcast) keep destination order.
+    """
+    if row_bytes > SHORT_ROW_BYTES or len(outer) < 2 or any(a == 0 or b == 0 for _, a, b in outer):
+        return outer
+    by_src = sorted(outer, key=lambda t: (t[1], t[2]), reverse=True)
+    return by_src if by_src[-1][0] < outer[-1][0] else outer
+
+
 def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     """The kernel plan for elements of ``width`` bytes (strides in bytes)."""
     count = math.prod(sizes)
@@ -554,6 +583,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                 mode = "interleave"
                 tile = (inner_n, inner_ss, inner_ds)
                 inner_n, inner_ss, inner_ds = n, a, b
+    if mode == "memcpy":
+        outer = short_rows_order(outer, inner_n * width)
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     plan.stream = (mode in ("memcpy", "fill") and copy_streams(mode, outer + [plan.inner], plan.dst_bytes)

@@ -228,6 +228,8 @@ def _check_short_last_dimension(dtype, last, stream):
     assert ds.gather(buf, swapped).tobytes() == _numpy_gather(buf, swapped).tobytes()
     plan = _engine.Plan(swapped.sizes, swapped.effective_strides, [37 * last, last, 1], swapped.element_bits)
     assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
+    # Rows of up to 512 bytes run in source order here (29 innermost, not 37).
+    assert plan.describe()["outer"][-1][0] == (29 if last * dt.itemsize <= 512 else 37)
     values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
     _check_scatter(values, swapped, _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last),
                    offset=32, check_alignment=False)

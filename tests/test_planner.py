@@ -35,6 +35,38 @@ def test_dims_ordered_by_destination_stride():
     assert plan.main.tile == (300, 2, 2060)      # source-contiguous
 
 
+def _permuted_plan(op, dtype, sizes, order):
+    d = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    strided = list(d.effective_strides)
+    src, dst = (strided, packed) if op == "gather" else (packed, strided)
+    return _planner.plan_copy(list(sizes), src, dst, d.element_bits).main
+
+
+def test_short_rows_run_with_the_shorter_dimension_innermost():
+    # 128-byte rows (64 float16 values) of a (0, 2, 1, 3) permutation: the
+    # gather writes them in destination order and reads 16 streams; the
+    # scatter runs in source order, so that it too has the 16 innermost
+    # (written as 16 streams) rather than 1024 rows 2 KiB apart.
+    sizes = (32, 1024, 16, 64)
+    g = _permuted_plan("gather", "float16", sizes, (0, 2, 1, 3))
+    s = _permuted_plan("scatter", "float16", sizes, (0, 2, 1, 3))
+    assert g.mode == s.mode == "memcpy" and g.inner == s.inner == (64, 2, 2)
+    assert g.outer == [(32, 2097152, 2097152), (1024, 128, 2048), (16, 131072, 128)]
+    assert s.outer == [(32, 2097152, 2097152), (1024, 2048, 128), (16, 128, 131072)]
+
+
+@pytest.mark.parametrize("sizes,src,dst,why", [
+    ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
+    ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
+    ([1024, 16, 4], [4, 4096, 1], [64, 4, 1], "source order puts 1024 innermost"),
+])
+def test_other_row_copies_keep_destination_order(sizes, src, dst, why):
+    plan = _planner.plan_copy(sizes, src, dst, 32).main
+    assert plan.mode == "memcpy"
+    assert [b for _, _, b in plan.outer] == sorted((b for _, _, b in plan.outer), reverse=True), why
+
+
 @pytest.mark.parametrize("sizes,src,dst,mode", [
     ([64, 64], [64, 1], [64, 1], "memcpy"),
     ([64, 64], [1, 0], [64, 1], "fill"),
