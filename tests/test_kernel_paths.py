@@ -441,6 +441,38 @@ def test_engine_refuses_block_segments_past_the_group(monkeypatch, segments, seg
             _single_block_plan(monkeypatch, change)
 
 
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_streamed_block_rows_off_the_first_rows_line_offset_take_plain_stores(monkeypatch, level, threads):
+    # The streaming line kernels of a block store whole lines to every row
+    # of k at the first row's line offset.  A plan that streams a block whose
+    # k rows lie other distances apart (which the planner never makes: here
+    # forced) must not reach them: it takes plain stores, against numpy.
+    plan_copy = _planner.plan_copy
+
+    def forced(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        main = plan.main
+        assert main.mode == "block" and any(b % 64 for _, b in main.block.k)
+        main.stream, main.l2 = True, 0
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", forced)
+    sizes = (2, 3, 11, 19, 17, 40)
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, (4, 1, 5, 0, 3, 2))
+    packed = ds.BufferTensorDesc("float32", sizes)
+    plan = _engine.Plan(list(sizes), packed.effective_strides, desc.effective_strides, 32)
+    assert plan.describe()["stream"] and plan.describe()["l2"] == "none"
+    values = _random_buffer(packed.total_tensor_size_in_bytes, 3).view(np.float32).reshape(sizes)
+    for offset in (0, 64, 16):
+        out = _random_buffer(desc.total_tensor_size_in_bytes + 128, offset)
+        expect = out.copy()
+        np.ndarray(sizes, np.float32, buffer=expect, offset=offset,
+                   strides=[s * 4 for s in desc.effective_strides])[...] = values
+        with _isa_level(level):
+            _engine.execute(plan, values, 0, 0, out, offset, 0)
+        assert out.tobytes() == expect.tobytes()
+
+
 def test_engine_refuses_a_block_whose_rows_are_not_its_j_group(monkeypatch):
     def change(main):
         n, a, b = main.inner

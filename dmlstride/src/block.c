@@ -345,6 +345,18 @@ void dmls_block_tables(const dmls_plan *p, char *scratch) {
     group_offsets(&p->kgroup, (int64_t *)scratch + DMLS_BLOCK_GROUP);
 }
 
+/* Whether every row of k starts at the same offset within a line (the
+   group's destination strides are whole lines apart): the streaming line
+   kernels store to every row at the offset of the first, with aligned
+   stores.  The planner streams a block without L2 only then; checked here
+   too, so that no plan can send them to rows off that offset. */
+static int rows_on_line_offset(const dmls_group *g) {
+    int i;
+    for (i = 0; i < g->ndim; i++)
+        if (g->size[i] > 1 && g->stride[i] % 64 != 0) return 0;
+    return 1;
+}
+
 void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
     const int64_t *js = (const int64_t *)scratch + j0;
     const int64_t *kd = (const int64_t *)scratch + DMLS_BLOCK_GROUP;
@@ -359,7 +371,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
                             p->block_lines, 0, 1, tiles);
         return;
     }
-    if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream && kn >= 16 / w)
+    if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream && kn >= 16 / w && rows_on_line_offset(&p->kgroup))
         /* Streaming stores, whole lines only: the columns before the first
            line boundary and after the last one go element by element.  (A
            group of k shorter than a micro-block takes the padded buffers
