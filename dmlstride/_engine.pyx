@@ -543,7 +543,7 @@ def have_threads():
 
 
 # ---------------------------------------------------------------------------------------
-# gather and scatter fast paths
+# fast paths for repeated gathers, scatters and copies
 
 cdef class TransferSpec:
     """What a gather or a scatter needs, resolved once per descriptor
@@ -569,209 +569,6 @@ cdef class TransferSpec:
         self.align = align
 
 
-# Gather specs by descriptor.  Descriptors are immutable values whose equality
-# and hash cover every field a spec is derived from, so an equal descriptor
-# shares the spec.  The oldest entry goes when the registry is full.  The last
-# descriptor found is also remembered by identity, so a loop over one
-# descriptor never hashes it.
-cdef dict _gather_specs = {}
-cdef object _OFFSET_LIMIT = DMLS_OFFSET_LIMIT
-cdef Py_ssize_t GATHER_SPEC_LIMIT = 256
-# A private sentinel, never a descriptor: nothing a caller passes is it.
-cdef object _NO_DESC = object()
-cdef object _last_desc = _NO_DESC
-cdef TransferSpec _last_spec = None
-cdef object _desc_type = None
-
-
-def remember_gather(object desc, TransferSpec spec not None):
-    """Register ``spec`` for later gathers through ``desc``, a validated descriptor.
-
-    Only descriptors of the type registered here take the fast path.
-    """
-    global _last_desc, _last_spec, _desc_type
-    if desc not in _gather_specs and len(_gather_specs) >= GATHER_SPEC_LIMIT:
-        del _gather_specs[next(iter(_gather_specs))]
-    _gather_specs[desc] = spec
-    _desc_type = type(desc)
-    _last_desc = desc
-    _last_spec = spec
-
-
-def forget_gathers():
-    """Empty the gather, scatter and copy-spec registries (for tests)."""
-    global _last_desc, _last_spec, _last_scatter_desc, _last_scatter_spec
-    global _last_copy_src, _last_copy_dst, _last_copy_spec
-    _copy_specs.clear()
-    _last_copy_src = _last_copy_dst = _NO_DESC
-    _last_copy_spec = None
-    _gather_specs.clear()
-    _last_desc = _NO_DESC
-    _last_spec = None
-    _scatter_specs.clear()
-    _last_scatter_desc = _NO_DESC
-    _last_scatter_spec = None
-
-
-def gather_specs_held():
-    """Number of descriptors with a registered gather spec."""
-    return len(_gather_specs)
-
-
-def gather_fast(object buffer, object desc, object offset, object out, object check_alignment):
-    """Gather for the common, already-validated case; None means "take the checked path".
-
-    Taken only when ``desc`` has a spec registered by :func:`remember_gather`,
-    ``offset`` is a plain int that passes the binding rule, and ``out`` is
-    None or a matching array.  Bounds are always checked against the acquired
-    buffer.
-    """
-    global _last_desc, _last_spec
-    cdef TransferSpec g
-    cdef Py_ssize_t off
-    cdef Py_buffer sv
-    cdef cnp.ndarray arr
-    cdef int i
-    cdef uintptr_t s0, s1, d0, d1
-    cdef bint fresh
-    if type(offset) is not int:
-        return None
-    if check_alignment is not True and check_alignment is not False:
-        return None
-    if desc is _last_desc:
-        g = _last_spec
-    else:
-        if type(desc) is not _desc_type:
-            return None
-        spec = _gather_specs.get(desc)
-        if spec is None:
-            return None
-        g = <TransferSpec>spec
-        _last_desc = desc
-        _last_spec = g
-    if offset < 0 or offset >= _OFFSET_LIMIT:
-        return None
-    off = offset
-    if check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (g.align and off % g.align)):
-        return None
-    if out is not None:
-        if type(out) is not cnp.ndarray:
-            return None
-        arr = <cnp.ndarray>out
-        if (cnp.PyArray_NDIM(arr) != g.ndim or cnp.PyArray_TYPE(arr) != g.type_num
-                or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISWRITEABLE(arr)
-                or not cnp.PyArray_ISNOTSWAPPED(arr)):
-            return None
-        for i in range(g.ndim):
-            if cnp.PyArray_DIMS(arr)[i] != g.dims[i]:
-                return None
-    _acquire(&sv, buffer, False, "buffer")
-    try:
-        # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
-        check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
-        fresh = False
-        if out is None:
-            arr = _new_output(g.ndim, g.dims, g.type_num, &fresh)
-        else:
-            # An out array sharing memory with the source range takes the checked path.
-            s0 = <uintptr_t>sv.buf + <uintptr_t>off
-            s1 = s0 + <uintptr_t>(<int64_t>g.plan.src_extent)
-            d0 = <uintptr_t>cnp.PyArray_DATA(arr)
-            d1 = d0 + <uintptr_t>cnp.PyArray_NBYTES(arr)
-            if s0 < d1 and d0 < s1:
-                return None
-        _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads, fresh)
-    finally:
-        PyBuffer_Release(&sv)
-    return arr
-
-
-# Scatter specs by descriptor, kept like the gather specs.  transfer.scatter
-# registers a descriptor only after a checked scatter through it succeeded (so
-# it is valid and its elements do not overlap), and only for types whose
-# values need no range check (not the 4-bit ones).
-cdef dict _scatter_specs = {}
-cdef object _last_scatter_desc = _NO_DESC
-cdef TransferSpec _last_scatter_spec = None
-
-
-def remember_scatter(object desc, TransferSpec spec not None):
-    """Register ``spec`` for later scatters through ``desc`` (see :func:`remember_gather`)."""
-    global _last_scatter_desc, _last_scatter_spec, _desc_type
-    if desc not in _scatter_specs and len(_scatter_specs) >= GATHER_SPEC_LIMIT:
-        del _scatter_specs[next(iter(_scatter_specs))]
-    _scatter_specs[desc] = spec
-    _desc_type = type(desc)
-    _last_scatter_desc = desc
-    _last_scatter_spec = spec
-
-
-def scatter_specs_held():
-    """Number of descriptors with a registered scatter spec."""
-    return len(_scatter_specs)
-
-
-def scatter_fast(object array, object desc, object buffer, object offset, object check_alignment):
-    """Scatter for the common, already-validated case; False means "take the checked path".
-
-    Taken only when ``desc`` has a spec registered by :func:`remember_scatter`,
-    ``offset`` is a plain int that passes the binding rule, and ``array`` is a
-    C-contiguous numpy array of the descriptor's shape and exact dtype that
-    does not share memory with the destination range.  The buffer must be
-    writable and is bounds-checked as it is acquired.
-    """
-    global _last_scatter_desc, _last_scatter_spec
-    cdef TransferSpec g
-    cdef Py_ssize_t off
-    cdef Py_buffer dv
-    cdef cnp.ndarray arr
-    cdef int i
-    cdef uintptr_t s0, s1, d0, d1
-    if type(offset) is not int or type(array) is not cnp.ndarray:
-        return False
-    if check_alignment is not True and check_alignment is not False:
-        return False
-    if desc is _last_scatter_desc:
-        g = _last_scatter_spec
-    else:
-        if type(desc) is not _desc_type:
-            return False
-        spec = _scatter_specs.get(desc)
-        if spec is None:
-            return False
-        g = <TransferSpec>spec
-        _last_scatter_desc = desc
-        _last_scatter_spec = g
-    if offset < 0 or offset >= _OFFSET_LIMIT:
-        return False
-    off = offset
-    if check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (g.align and off % g.align)):
-        return False
-    arr = <cnp.ndarray>array
-    if (cnp.PyArray_NDIM(arr) != g.ndim or cnp.PyArray_TYPE(arr) != g.type_num
-            or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISNOTSWAPPED(arr)):
-        return False
-    for i in range(g.ndim):
-        if cnp.PyArray_DIMS(arr)[i] != g.dims[i]:
-            return False
-    if <int64_t>cnp.PyArray_NBYTES(arr) < <int64_t>g.plan.src_extent:
-        return False
-    _acquire(&dv, buffer, True, "buffer")
-    try:
-        check_range(&dv, off, g.total, g.plan.dst_extent, "buffer")
-        # An array sharing memory with the destination range takes the checked path (a copy).
-        s0 = <uintptr_t>cnp.PyArray_DATA(arr)
-        s1 = s0 + <uintptr_t>cnp.PyArray_NBYTES(arr)
-        d0 = <uintptr_t>dv.buf + <uintptr_t>off
-        d1 = d0 + <uintptr_t>(<int64_t>g.plan.dst_extent)
-        if s0 < d1 and d0 < s1:
-            return False
-        _run_plan(g.plan, <const char*>cnp.PyArray_DATA(arr), <char*>dv.buf + off, g_num_threads)
-    finally:
-        PyBuffer_Release(&dv)
-    return True
-
-
 cdef class CopySpec:
     """What a copy_tensor between two descriptors needs (see :func:`remember_copy`)."""
 
@@ -789,32 +586,66 @@ cdef class CopySpec:
         self.dst_align = dst_align
 
 
-# Copy specs by (source, destination) descriptor pair, kept like the gather
-# specs.  transfer.copy_tensor registers a pair only after a checked copy
-# through it succeeded (so both are valid, agree in sizes and type, and the
-# destination's elements do not overlap).
-cdef dict _copy_specs = {}
-cdef object _last_copy_src = _NO_DESC
-cdef object _last_copy_dst = _NO_DESC
-cdef CopySpec _last_copy_spec = None
+cdef object _OFFSET_LIMIT = DMLS_OFFSET_LIMIT
+cdef Py_ssize_t SPEC_LIMIT = 256
+# A private sentinel, never a descriptor: nothing a caller passes is it.
+cdef object _NO_DESC = object()
+# The descriptor type the specs were registered for; only it takes a fast path.
+cdef object _desc_type = None
 
 
-def remember_copy(object src_desc, object dst_desc, CopySpec spec not None):
-    """Register ``spec`` for later copies from ``src_desc`` to ``dst_desc``."""
-    global _last_copy_src, _last_copy_dst, _last_copy_spec, _desc_type
-    key = (src_desc, dst_desc)
-    if key not in _copy_specs and len(_copy_specs) >= GATHER_SPEC_LIMIT:
-        del _copy_specs[next(iter(_copy_specs))]
-    _copy_specs[key] = spec
-    _desc_type = type(src_desc)
-    _last_copy_src = src_desc
-    _last_copy_dst = dst_desc
-    _last_copy_spec = spec
+cdef class _Specs:
+    """Specs by descriptor, or by (source, destination) pair of them.
+
+    Descriptors are immutable values whose equality and hash cover every
+    field a spec is derived from, so an equal descriptor shares the spec.
+    The oldest entry goes when the registry is full (SPEC_LIMIT).  The last
+    key found is also remembered by identity, so a loop over one descriptor
+    never hashes it.  ``b`` is None for a single descriptor.
+    """
+
+    cdef dict by_key
+    cdef object last_a
+    cdef object last_b
+    cdef object last_spec
+
+    def __cinit__(self):
+        self.by_key = {}
+        self.clear()
+
+    cdef void clear(self):
+        self.by_key.clear()
+        self.last_a = _NO_DESC
+        self.last_b = None
+        self.last_spec = None
+
+    cdef object find(self, object a, object b):
+        if a is self.last_a and b is self.last_b:
+            return self.last_spec
+        if type(a) is not _desc_type or (b is not None and type(b) is not _desc_type):
+            return None
+        spec = self.by_key.get(a if b is None else (a, b))
+        if spec is not None:
+            self.last_a = a
+            self.last_b = b
+            self.last_spec = spec
+        return spec
+
+    cdef void remember(self, object a, object b, object spec):
+        global _desc_type
+        key = a if b is None else (a, b)
+        if key not in self.by_key and len(self.by_key) >= SPEC_LIMIT:
+            del self.by_key[next(iter(self.by_key))]
+        self.by_key[key] = spec
+        _desc_type = type(a)
+        self.last_a = a
+        self.last_b = b
+        self.last_spec = spec
 
 
-def copy_specs_held():
-    """Number of descriptor pairs with a registered copy spec."""
-    return len(_copy_specs)
+cdef _Specs _gathers = _Specs()
+cdef _Specs _scatters = _Specs()
+cdef _Specs _copies = _Specs()
 
 
 cdef inline bint _offset_ok(object offset, object check_alignment, Py_ssize_t align):
@@ -826,6 +657,155 @@ cdef inline bint _offset_ok(object offset, object check_alignment, Py_ssize_t al
     return not (check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (align and off % align)))
 
 
+cdef inline bint _array_fits(cnp.ndarray arr, TransferSpec g):
+    # A C-contiguous, native-order array of the spec's shape and exact type.
+    cdef int i
+    if (cnp.PyArray_NDIM(arr) != g.ndim or cnp.PyArray_TYPE(arr) != g.type_num
+            or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISNOTSWAPPED(arr)):
+        return False
+    for i in range(g.ndim):
+        if cnp.PyArray_DIMS(arr)[i] != g.dims[i]:
+            return False
+    return True
+
+
+cdef inline bint _ranges_meet(uintptr_t a, int64_t an, uintptr_t b, int64_t bn):
+    return a < b + <uintptr_t>bn and b < a + <uintptr_t>an
+
+
+def remember_gather(object desc, TransferSpec spec not None):
+    """Register ``spec`` for later gathers through ``desc``, a validated descriptor.
+
+    Only descriptors of the type registered here take the fast path.
+    """
+    _gathers.remember(desc, None, spec)
+
+
+def remember_scatter(object desc, TransferSpec spec not None):
+    """Register ``spec`` for later scatters through ``desc``.
+
+    transfer.scatter registers a descriptor only after a checked scatter
+    through it succeeded (so it is valid and its elements do not overlap),
+    and only for types whose values need no range check (not the 4-bit ones).
+    """
+    _scatters.remember(desc, None, spec)
+
+
+def remember_copy(object src_desc, object dst_desc, CopySpec spec not None):
+    """Register ``spec`` for later copies from ``src_desc`` to ``dst_desc``.
+
+    transfer.copy_tensor registers a pair only after a checked copy through
+    it succeeded (so both are valid, agree in sizes and type, and the
+    destination's elements do not overlap).
+    """
+    _copies.remember(src_desc, dst_desc, spec)
+
+
+def forget_gathers():
+    """Empty the gather, scatter and copy-spec registries (for tests)."""
+    _gathers.clear()
+    _scatters.clear()
+    _copies.clear()
+
+
+def gather_specs_held():
+    """Number of descriptors with a registered gather spec."""
+    return len(_gathers.by_key)
+
+
+def scatter_specs_held():
+    """Number of descriptors with a registered scatter spec."""
+    return len(_scatters.by_key)
+
+
+def copy_specs_held():
+    """Number of descriptor pairs with a registered copy spec."""
+    return len(_copies.by_key)
+
+
+def gather_fast(object buffer, object desc, object offset, object out, object check_alignment):
+    """Gather for the common, already-validated case; None means "take the checked path".
+
+    Taken only when ``desc`` has a spec registered by :func:`remember_gather`,
+    ``offset`` is a plain int that passes the binding rule, and ``out`` is
+    None or a matching array.  Bounds are always checked against the acquired
+    buffer.
+    """
+    cdef TransferSpec g
+    cdef Py_ssize_t off
+    cdef Py_buffer sv
+    cdef cnp.ndarray arr
+    cdef bint fresh
+    if check_alignment is not True and check_alignment is not False:
+        return None
+    spec = _gathers.find(desc, None)
+    if spec is None:
+        return None
+    g = <TransferSpec>spec
+    if not _offset_ok(offset, check_alignment, g.align):
+        return None
+    off = offset
+    if out is not None:
+        if type(out) is not cnp.ndarray:
+            return None
+        arr = <cnp.ndarray>out
+        if not _array_fits(arr, g) or not cnp.PyArray_ISWRITEABLE(arr):
+            return None
+    _acquire(&sv, buffer, False, "buffer")
+    try:
+        # Bounds first: nothing is allocated for a buffer that cannot hold the tensor.
+        check_range(&sv, off, g.total, g.plan.src_extent, "buffer")
+        fresh = False
+        if out is None:
+            arr = _new_output(g.ndim, g.dims, g.type_num, &fresh)
+        elif _ranges_meet(<uintptr_t>sv.buf + <uintptr_t>off, g.plan.src_extent,
+                          <uintptr_t>cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr)):
+            # An out array sharing memory with the source range takes the checked path.
+            return None
+        _run_plan(g.plan, <const char*>sv.buf + off, <char*>cnp.PyArray_DATA(arr), g_num_threads, fresh)
+    finally:
+        PyBuffer_Release(&sv)
+    return arr
+
+
+def scatter_fast(object array, object desc, object buffer, object offset, object check_alignment):
+    """Scatter for the common, already-validated case; False means "take the checked path".
+
+    Taken only when ``desc`` has a spec registered by :func:`remember_scatter`,
+    ``offset`` is a plain int that passes the binding rule, and ``array`` is a
+    C-contiguous numpy array of the descriptor's shape and exact dtype that
+    does not share memory with the destination range.  The buffer must be
+    writable and is bounds-checked as it is acquired.
+    """
+    cdef TransferSpec g
+    cdef Py_ssize_t off
+    cdef Py_buffer dv
+    cdef cnp.ndarray arr
+    if type(array) is not cnp.ndarray or (check_alignment is not True and check_alignment is not False):
+        return False
+    spec = _scatters.find(desc, None)
+    if spec is None:
+        return False
+    g = <TransferSpec>spec
+    if not _offset_ok(offset, check_alignment, g.align):
+        return False
+    off = offset
+    arr = <cnp.ndarray>array
+    if not _array_fits(arr, g) or <int64_t>cnp.PyArray_NBYTES(arr) < <int64_t>g.plan.src_extent:
+        return False
+    _acquire(&dv, buffer, True, "buffer")
+    try:
+        check_range(&dv, off, g.total, g.plan.dst_extent, "buffer")
+        if _ranges_meet(<uintptr_t>cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr),
+                        <uintptr_t>dv.buf + <uintptr_t>off, g.plan.dst_extent):
+            # An array sharing memory with the destination range takes the checked path (a copy).
+            return False
+        _run_plan(g.plan, <const char*>cnp.PyArray_DATA(arr), <char*>dv.buf + off, g_num_threads)
+    finally:
+        PyBuffer_Release(&dv)
+    return True
+
+
 def copy_fast(object src, object src_desc, object dst, object dst_desc,
               object src_offset, object dst_offset, object check_alignment):
     """copy_tensor for the common, already-validated case; False means "take the checked path".
@@ -833,30 +813,21 @@ def copy_fast(object src, object src_desc, object dst, object dst_desc,
     Taken only when the pair has a spec registered by :func:`remember_copy`,
     both offsets are plain ints that pass the binding rule, and the two byte
     ranges do not overlap.  Both buffers are acquired (the destination
-    writable) and bounds-checked.
+    writable) and bounds-checked, the source first, as the checked path does.
     """
-    global _last_copy_src, _last_copy_dst, _last_copy_spec
     cdef CopySpec g
     cdef Py_ssize_t soff, doff
     cdef Py_buffer sv, dv
-    cdef uintptr_t s0, s1, d0, d1
+    cdef const char* s
+    cdef char* d
     if check_alignment is not True and check_alignment is not False:
         return False
-    if src_desc is _last_copy_src and dst_desc is _last_copy_dst:
-        g = _last_copy_spec
-    else:
-        if type(src_desc) is not _desc_type or type(dst_desc) is not _desc_type:
-            return False
-        spec = _copy_specs.get((src_desc, dst_desc))
-        if spec is None:
-            return False
-        g = <CopySpec>spec
-        _last_copy_src = src_desc
-        _last_copy_dst = dst_desc
-        _last_copy_spec = g
-    if not _offset_ok(src_offset, check_alignment, g.src_align):
+    spec = _copies.find(src_desc, dst_desc)
+    if spec is None:
         return False
-    if not _offset_ok(dst_offset, check_alignment, g.dst_align):
+    g = <CopySpec>spec
+    if not (_offset_ok(src_offset, check_alignment, g.src_align)
+            and _offset_ok(dst_offset, check_alignment, g.dst_align)):
         return False
     soff = src_offset
     doff = dst_offset
@@ -866,14 +837,12 @@ def copy_fast(object src, object src_desc, object dst, object dst_desc,
         _acquire(&dv, dst, True, "dst")
         try:
             check_range(&dv, doff, g.dst_total, g.plan.dst_extent, "dst")
-            s0 = <uintptr_t>sv.buf + <uintptr_t>soff
-            s1 = s0 + <uintptr_t>(<int64_t>g.plan.src_extent)
-            d0 = <uintptr_t>dv.buf + <uintptr_t>doff
-            d1 = d0 + <uintptr_t>(<int64_t>g.plan.dst_extent)
-            if s0 < d1 and d0 < s1:
+            s = <const char*>sv.buf + soff
+            d = <char*>dv.buf + doff
+            if _ranges_meet(<uintptr_t>s, g.plan.src_extent, <uintptr_t>d, g.plan.dst_extent):
                 # Overlapping ranges go through a temporary on the checked path.
                 return False
-            _run_plan(g.plan, <const char*>s0, <char*>d0, g_num_threads)
+            _run_plan(g.plan, s, d, g_num_threads)
         finally:
             PyBuffer_Release(&dv)
     finally:

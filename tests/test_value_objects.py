@@ -72,13 +72,17 @@ def test_plan_caches_are_bounded():
         assert ds.gather(buf, d).shape == (2, n % 50 + 1)
     assert len(transfer._plans) <= transfer._PLAN_CACHE_LIMIT
     assert _engine.gather_specs_held() <= 256
+    for n in range(1, 300):
+        d = BufferTensorDesc("uint8", [2, n % 50 + 1], strides=[n + 60, 1])
+        ds.scatter(np.zeros((2, n % 50 + 1), np.uint8), d, bytearray(4096))
+        ds.copy_tensor(bytes(4096), d, bytearray(4096), d)
+    assert _engine.scatter_specs_held() <= 256 and _engine.copy_specs_held() <= 256
+    assert _engine.scatter_specs_held() >= 50 and _engine.copy_specs_held() >= 50
 
 
-def test_fast_path_refuses_what_it_was_not_told_about():
-    _engine.forget_gathers()
-    d = BufferTensorDesc("uint8", [4])
-    ds.gather(bytes(16), d)
-    # An object that claims to equal the descriptor is no descriptor.
+def _impostor(d: BufferTensorDesc) -> object:
+    """An object that claims to equal the descriptor (and hashes alike): no descriptor."""
+
     class Impostor:
         def __eq__(self, other: object) -> bool:
             return True
@@ -86,8 +90,15 @@ def test_fast_path_refuses_what_it_was_not_told_about():
         def __hash__(self) -> int:
             return hash(d)
 
+    return Impostor()
+
+
+def test_fast_path_refuses_what_it_was_not_told_about():
+    _engine.forget_gathers()
+    d = BufferTensorDesc("uint8", [4])
+    ds.gather(bytes(16), d)
     with pytest.raises(TypeError, match="BufferTensorDesc"):
-        ds.gather(bytes(16), Impostor())  # type: ignore[arg-type]
+        ds.gather(bytes(16), _impostor(d))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("desc", [None, 0, "uint8", object()])
@@ -195,16 +206,16 @@ def test_four_bit_scatters_keep_checking_values(dtype, bad):
 
 def test_scatter_fast_path_refuses_an_impostor_descriptor():
     _warm_scatter()
-
-    class Impostor:
-        def __eq__(self, other: object) -> bool:
-            return True
-
-        def __hash__(self) -> int:
-            return hash(_S_DESC)
-
     with pytest.raises(TypeError, match="BufferTensorDesc"):
-        ds.scatter(np.ones((3, 4), np.float32), Impostor(), bytearray(128))  # type: ignore[arg-type]
+        ds.scatter(np.ones((3, 4), np.float32), _impostor(_S_DESC), bytearray(128))  # type: ignore[arg-type]
+
+
+def test_copy_fast_path_refuses_an_impostor_descriptor():
+    src, dst = _warm_copy()
+    with pytest.raises(TypeError, match="BufferTensorDesc"):
+        ds.copy_tensor(src, _impostor(_C_SRC), dst, _C_DST)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="BufferTensorDesc"):
+        ds.copy_tensor(src, _C_SRC, dst, _impostor(_C_DST))  # type: ignore[arg-type]
 
 
 # -- the copy_tensor fast path --------------------------------------------------------------------
