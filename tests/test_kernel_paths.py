@@ -305,11 +305,14 @@ def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, t
 @pytest.mark.parametrize("pitch_extra", [0, 3, "16"])
 @pytest.mark.parametrize("hw", [(1, 1), (3, 11), (17, 19), (40, 70)], ids=str)
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, threads):
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, level, threads):
     # Pixels of fewer values than a 16-byte micro-block (5-15 one-byte
     # channels, 5-7 two-byte ones), packed or pitch values apart, gathered
     # into planes: 16 bytes are read per pixel only where they end within
-    # the buffer's last pixel; the buffer ends right after it.  Against numpy.
+    # the buffer's last pixel; the buffer ends right after it.  From cache
+    # (not streaming) with AVX2, in pairs of micro-blocks side by side
+    # first.  Against numpy.
     size_ = np.dtype(dtype).itemsize
     pitch = 16 // size_ if pitch_extra == "16" else channels + pitch_extra
     n, (h, w) = 3, hw
@@ -317,7 +320,7 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, thread
     size = ((n * h * w - 1) * pitch + channels) * size_
     raw = _random_buffer(desc.total_tensor_size_in_bytes, size + pitch)
     assert desc.total_tensor_size_in_bytes - size < 4
-    with _stream_threshold(0 if stream else 1 << 62):
+    with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
         assert transfer._plan(desc, "gather").describe()["stream"] == stream
         got = ds.gather(raw, desc)
     strides = [x * size_ for x in (h * w * pitch, 1, w * pitch, pitch)]

@@ -735,7 +735,17 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
     jf = last >= N - 1 ? (last + 1) / N * N : 0;
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
-        for (j = 0; j < nj; j += N) {
+        j = 0;
+        if (dmls_isa.level >= DMLS_ISA_AVX2 && !(flags & DMLS_TRANSPOSE_SOURCE_AHEAD)) {
+            /* From cache, AVX2 pairs of micro-blocks side by side in j
+               (half the shuffles a byte): in one process, alternating (2
+               threads), NHWC to NCHW gathers of 5-15 uint8 or 6-7 uint16
+               channels of 1.9-3.7 MB ran 1.37-1.76x faster.  From memory
+               (with the source asked for ahead, row group by row group)
+               they ran 0.78-0.98x, and keep the loop below. */
+            dmls_isa.tile_jpairs(W, s + j0 * sj, sj, tile, TJ * W, N, nj, &j);
+        }
+        for (; j < nj; j += N) {
             const char *r = s + (j0 + j) * sj;
             if (flags & DMLS_TRANSPOSE_SOURCE_AHEAD)
                 for (q = AHEAD; q < AHEAD + N * sj && q < end - r; q += 64)
