@@ -385,6 +385,32 @@ def test_prime_row_count_is_cut_in_uneven_pieces(dtype, rows, cols, pieces, stre
     assert out.tobytes() == expect.tobytes()
 
 
+@pytest.mark.parametrize("nthreads", [3, 5, 8])
+@pytest.mark.parametrize("dtype,sizes,layout", [
+    ("float32", (1000, 1000), "WH"),           # 16 tasks of 64 columns, rows off lines
+    ("int16", (301, 1777), "WH"),
+    ("uint8", (3, 24, 57, 61), "NHWC"),
+    ("float64", (5, 7, 9, 11, 13), (3, 0, 4, 2, 1)),
+    ("float32", (2, 3, 40, 41), "NHWC"),        # fewer chunks than threads
+], ids=str)
+def test_chunks_taken_a_lane_apart_cover_the_copy(nthreads, dtype, sizes, layout):
+    # Threads take a copy's chunks a lane apart (one lane a thread, lanes of
+    # nearly equal runs): at 3, 5 and 8 threads, chunk counts that do not
+    # divide into lanes, and fewer chunks than threads, every byte is
+    # written once, gathered and scattered, against numpy.
+    before = ds.get_num_threads()
+    ds.set_num_threads(nthreads)
+    try:
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
+        dt = np.dtype(ds.numpy_dtype(dtype))
+        buf = _random_buffer(desc.total_tensor_size_in_bytes, nthreads)
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+        values = _random_buffer(math.prod(sizes) * dt.itemsize, 1).view(dt).reshape(sizes)
+        _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 2))
+    finally:
+        ds.set_num_threads(before)
+
+
 @pytest.mark.parametrize("pieces,piece", [(16, 10), (16, 7919), (2, 0), (2, -5)])
 def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, piece):
     # The engine checks the planner's pieces before any kernel runs on them:
