@@ -385,6 +385,35 @@ def test_prime_row_count_is_cut_in_uneven_pieces(dtype, rows, cols, pieces, stre
     assert out.tobytes() == expect.tobytes()
 
 
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype", ["float32", "uint32"])
+@pytest.mark.parametrize("op,sizes", [
+    ("gather", (1021, 1024)), ("gather", (9, 1024)), ("gather", (70, 2048)),
+    ("scatter", (1024, 1021)), ("scatter", (1024, 77)), ("copy", (1000, 500)),
+], ids=str)
+def test_four_byte_transposes_into_rows_4_kib_apart(level, dtype, op, sizes, threads):
+    # Destination rows a multiple of 4 KiB apart, from cache: with AVX2 the
+    # 32-byte blocks go through a padded buffer, 8 rows at a time, with
+    # ragged rows (1021, 9, 70 of k) and columns (77 values, segments of a
+    # 500-value row in a 1024-value pitch) past it; against numpy.
+    dt = np.dtype(dtype)
+    rows, cols = sizes
+    colmajor = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
+    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows + cols)
+    with _isa_level(level):
+        if op == "gather":
+            assert ds.gather(buf, colmajor).tobytes() == _numpy_gather(buf, colmajor).tobytes()
+        elif op == "scatter":
+            values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
+            _check_scatter(values, colmajor, _random_buffer(colmajor.total_tensor_size_in_bytes + 64, rows))
+        else:
+            padded = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1024, 1])
+            dst = bytearray(_random_buffer(padded.total_tensor_size_in_bytes + 64, 3).tobytes())
+            expect = _expected_copy(buf, colmajor, bytes(dst), padded, 0)
+            ds.copy_tensor(buf, colmajor, dst, padded)
+            assert bytes(dst) == expect
+
+
 @pytest.mark.parametrize("nthreads", [3, 5, 8])
 @pytest.mark.parametrize("dtype,sizes,layout", [
     ("float32", (1000, 1000), "WH"),           # 16 tasks of 64 columns, rows off lines
