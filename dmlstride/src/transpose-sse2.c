@@ -58,10 +58,12 @@ static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64
     }
 }
 
-/* The padded buffer of 4-byte rows a multiple of 4 KiB apart (wstaged
-   below): 8 rows of 64 values and 64 bytes of pad fit the 16 rows of
-   64 * 2 + 64 bytes that 1- and 2-byte values stage in. */
-typedef char dmls_wide_stage_fits[8 * (64 * 4 + 64) <= 16 * (64 * 2 + 64) ? 1 : -1];
+/* The tile's padded destination buffer (dmls_simd_transpose's stage):
+   16 rows of DMLS_STAGE_PITCH bytes for 1- and 2-byte values (staged), 8
+   rows of DMLS_WIDE_PITCH for 4-byte ones (wstaged): 64 values and 64
+   bytes of pad a row. */
+enum { DMLS_STAGE_PITCH = 64 * 2 + 64, DMLS_WIDE_PITCH = 64 * 4 + 64 };
+typedef char dmls_wide_stage_fits[8 * DMLS_WIDE_PITCH <= 16 * DMLS_STAGE_PITCH ? 1 : -1];
 
 /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
    stride sj; destination j contiguous (stride W), rows k at stride dk.
@@ -96,12 +98,10 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        micro-blocks in a padded buffer and write each row in one burst.
        Rows closer together (dk not a multiple of 2 KiB) spread over
        enough sets to be written in place. */
-    enum { PITCH = 64 * 2 + 64 };
+    enum { PITCH = DMLS_STAGE_PITCH, WPITCH = DMLS_WIDE_PITCH };
     const int64_t SPITCH = TK * W + 16;
     char *stage = scratch;                  /* 16 * PITCH bytes */
     const int staged = W <= 2 && dk % 2048 == 0;
-    const int wstaged = W == 4 && cached && dk % 4096 == 0 && dmls_isa.level >= DMLS_ISA_AVX2;
-    const int64_t WPITCH = 64 * W + 64;     /* KB rows of it fit the 16 * PITCH bytes of stage */
     /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
        while the tile revisits them, and rows off a line boundary make a
        quarter of the micro-kernels' loads straddle two lines: copy the
@@ -128,6 +128,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        4097 bytes apart (0.68x in place). */
     char *sstage = scratch + 16 * PITCH;   /* TJ * SPITCH <= 64 * 272 bytes */
     const int avx2 = dmls_isa.level >= DMLS_ISA_AVX2;
+    const int wstaged = avx2 && W == 4 && cached && dk % 4096 == 0;
     const int in_place = avx2 && (W >= 4 || (cached && !staged && !rows_crowd_sets(sj)));
     const int sstaged = (sj % 1024 == 0 || (sj % 64 != 0 && !in_place)) && sj > DMLS_UNSTAGED_ROW_BYTES;
     const int pfd = kn * dk > ((int64_t)1 << 20);
@@ -177,7 +178,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
                 sstep = sj;
             }
             k = kb;
-            if (avx2 && wstaged) {
+            if (wstaged) {
                 /* 4-byte values from cache into destination rows a multiple
                    of 4 KiB apart (a 1024 x 1024 float32 transpose), whose
                    lines all fall in a few L1 sets: the AVX2 blocks write
