@@ -657,6 +657,17 @@ cdef inline bint _offset_ok(object offset, object check_alignment, Py_ssize_t al
     return not (check_alignment and ((off & (DMLS_ALIGNMENT - 1)) or (align and off % align)))
 
 
+cdef TransferSpec _usable_spec(_Specs specs, object desc, object offset, object check_alignment):
+    # The spec registered for desc when offset and check_alignment let the
+    # call take its fast path, else None.
+    if check_alignment is not True and check_alignment is not False:
+        return None
+    spec = specs.find(desc, None)
+    if spec is None or not _offset_ok(offset, check_alignment, (<TransferSpec>spec).align):
+        return None
+    return <TransferSpec>spec
+
+
 cdef inline bint _array_fits(cnp.ndarray arr, TransferSpec g):
     # A C-contiguous, native-order array of the spec's shape and exact type.
     cdef int i
@@ -736,13 +747,8 @@ def gather_fast(object buffer, object desc, object offset, object out, object ch
     cdef Py_buffer sv
     cdef cnp.ndarray arr
     cdef bint fresh
-    if check_alignment is not True and check_alignment is not False:
-        return None
-    spec = _gathers.find(desc, None)
-    if spec is None:
-        return None
-    g = <TransferSpec>spec
-    if not _offset_ok(offset, check_alignment, g.align):
+    g = _usable_spec(_gathers, desc, offset, check_alignment)
+    if g is None:
         return None
     off = offset
     if out is not None:
@@ -781,13 +787,10 @@ def scatter_fast(object array, object desc, object buffer, object offset, object
     cdef Py_ssize_t off
     cdef Py_buffer dv
     cdef cnp.ndarray arr
-    if type(array) is not cnp.ndarray or (check_alignment is not True and check_alignment is not False):
+    if type(array) is not cnp.ndarray:
         return False
-    spec = _scatters.find(desc, None)
-    if spec is None:
-        return False
-    g = <TransferSpec>spec
-    if not _offset_ok(offset, check_alignment, g.align):
+    g = _usable_spec(_scatters, desc, offset, check_alignment)
+    if g is None:
         return False
     off = offset
     arr = <cnp.ndarray>array
