@@ -26,6 +26,8 @@ MAX_WORKERS: int
 BLOCK_GROUP: int
 STAGE_ELEMS: int
 CACHED_TRANSPOSE_BYTES: int
+TALL_TILE_BYTES: int
+TALL_TILE_ROWS: int
 
 class Plan:
     src_extent: int

@@ -28,6 +28,7 @@ cdef extern from "src/plan.h":
     int DMLS_BLOCK_GROUP
     int DMLS_STAGE_ELEMS
     int64_t DMLS_CACHED_TRANSPOSE_BYTES
+    int64_t DMLS_TALL_TILE_BYTES
 
     ctypedef struct dmls_group:
         int ndim
@@ -94,6 +95,7 @@ cdef extern from "src/isa.h":
         DMLS_ISA_SSE2
         DMLS_ISA_SSSE3
         DMLS_ISA_AVX2
+    int DMLS_TALL_TILE_ROWS
     int dmls_isa_select(int max_level) noexcept nogil
 
 

@@ -414,6 +414,43 @@ def test_four_byte_transposes_into_rows_4_kib_apart(level, dtype, op, sizes, thr
             assert bytes(dst) == expect
 
 
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,op,sizes", [
+    ("float16", "gather", (2051, 1024)),    # 4.2 MB; 3 rows of k past the last tile
+    ("uint8", "gather", (4099, 2048)),      # 8.4 MB; 4099 rows (prime): segments of 128 for the tasks
+    ("uint8", "gather", (2048, 2048)),      # exactly the least size
+    ("float16", "scatter", (1024, 2053)),   # destination rows 2 KiB apart
+    ("uint8", "scatter", (4096, 1031)),
+    ("float16", "copy", (2100, 1000)),      # 1000 values in a 2 KiB pitch: a ragged segment
+], ids=str)
+def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads):
+    # One- and two-byte transposes of 4 MiB or more into destination rows a
+    # multiple of 2 KiB apart take tiles of 256 source rows, in segments of
+    # as many values where the tasks allow; rows of k past the last tile and
+    # segments shorter than a tile, at the SSE2 and AVX2 levels, against
+    # numpy.
+    dt = np.dtype(dtype)
+    rows, cols = sizes
+    colmajor = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
+    packed = ds.BufferTensorDesc(dtype, [rows, cols])
+    padded = ds.BufferTensorDesc(dtype, [rows, cols], strides=[2048 // dt.itemsize, 1])
+    src, dst = {"gather": (colmajor, packed), "scatter": (packed, colmajor), "copy": (colmajor, padded)}[op]
+    plan = _planner.plan_copy([rows, cols], src.effective_strides, dst.effective_strides, dt.itemsize * 8).main
+    assert _planner.tall_tile_segments(plan)
+    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows + cols)
+    with _isa_level(level):
+        if op == "gather":
+            assert ds.gather(buf, colmajor).tobytes() == _numpy_gather(buf, colmajor).tobytes()
+        elif op == "scatter":
+            values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
+            _check_scatter(values, colmajor, _random_buffer(colmajor.total_tensor_size_in_bytes + 64, rows))
+        else:
+            out = bytearray(_random_buffer(padded.total_tensor_size_in_bytes + 64, 3).tobytes())
+            expect = _expected_copy(buf, colmajor, bytes(out), padded, 0)
+            ds.copy_tensor(buf, colmajor, out, padded)
+            assert bytes(out) == expect
+
+
 @pytest.mark.parametrize("nthreads", [3, 5, 8])
 @pytest.mark.parametrize("dtype,sizes,layout", [
     ("float32", (1000, 1000), "WH"),           # 16 tasks of 64 columns, rows off lines

@@ -17,6 +17,8 @@ def test_c_limits_agree_with_python():
     assert _engine.BLOCK_GROUP == _planner.BLOCK_GROUP
     assert _engine.STAGE_ELEMS == _planner.STAGE_ELEMS
     assert _engine.CACHED_TRANSPOSE_BYTES == _planner.TRANSPOSE_FROM_MEMORY
+    assert _engine.TALL_TILE_BYTES == _planner.TALL_TILE_MIN
+    assert _engine.TALL_TILE_ROWS == _planner.TALL_TILE_SEGMENT
 
 
 def test_size_one_dims_dropped_and_contiguous_dims_merged():
@@ -163,6 +165,37 @@ def test_other_transposes_keep_short_segments(rows, cols, bits, why):
     assert plan.mode == "tile"
     assert not _planner.memory_tile_segments(plan), why
     assert plan.segment_len < _planner.MEMORY_TILE_SEGMENT or plan.segment_len == cols or plan.l2, why
+
+
+@pytest.mark.parametrize("rows,cols,bits", [(2048, 2048, 16), (4096, 2048, 8), (1024, 4096, 8), (3000, 2048, 8),
+                                            (2560, 2048, 16), (5000, 1024, 16)])
+def test_tall_tiles_take_long_segments(rows, cols, bits):
+    # One- and two-byte transposes of TALL_TILE_MIN bytes or more that do not
+    # stream, into destination rows a multiple of 2 KiB apart (cols values
+    # per row here), copy TALL_TILE_SEGMENT values per segment, with k cut
+    # into equal pieces for the tasks, and cover the rows exactly.
+    plan = _transpose_2d(rows, cols, bits)
+    assert rows * cols * bits // 8 >= _planner.TALL_TILE_MIN
+    assert plan.mode == "tile" and not plan.stream and not plan.l2 and plan.tile[2] % 2048 == 0
+    assert _planner.tall_tile_segments(plan)
+    assert plan.segment_len == _planner.TALL_TILE_SEGMENT
+    assert plan.segments * plan.segment_len == cols
+    assert plan.tasks == plan.outer_count * plan.segments >= _planner.MIN_TILE_TASKS
+    assert plan.outer_count * plan.tile[0] == rows
+
+
+@pytest.mark.parametrize("rows,cols,bits,why", [
+    (1024, 1024, 16, "in cache"),              # 2 MiB
+    (2048, 2048, 32, "four-byte values"),
+    (2048, 1536, 16, "destination rows 3 KiB apart"),
+    (2048, 4096, 16, "streams"),               # 16 MiB
+    (64, 32768, 16, "source rows of 128 bytes"),
+])
+def test_other_transposes_keep_their_segments(rows, cols, bits, why):
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile"
+    assert not _planner.tall_tile_segments(plan), why
+    assert plan.segment_len != _planner.TALL_TILE_SEGMENT or plan.segment_len == cols, why
 
 
 def test_plan_refuses_what_no_descriptor_can_produce():

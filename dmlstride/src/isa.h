@@ -41,14 +41,20 @@ enum {
     DMLS_TRANSPOSE_CACHED = 1,
     /* Past the L2 caches: the source lines of the tile after are asked for
        too, into L2. */
-    DMLS_TRANSPOSE_SOURCE_AHEAD = 2
+    DMLS_TRANSPOSE_SOURCE_AHEAD = 2,
+    /* Past the L2 caches, not streaming and not through the L2 buffers:
+       1- and 2-byte values into destination rows a multiple of 2 KiB apart
+       take tiles of 256 source rows (the planner's tall_tile_segments). */
+    DMLS_TRANSPOSE_TALL = 4
 };
+/* A tall tile's source rows (DMLS_TRANSPOSE_TALL). */
+#define DMLS_TALL_TILE_ROWS 256
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
     /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
        stride sj; destination j contiguous, rows k at stride dk.  Covers rows
-       k < *kdone and columns j < *jdone; scratch: 21 KiB.  flags:
+       k < *kdone and columns j < *jdone; scratch: 45 KiB.  flags:
        DMLS_TRANSPOSE_* (where the operands are expected). */
     void (*transpose)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                       int64_t kn, int64_t jn, int flags, int64_t *kdone, int64_t *jdone, char *scratch);

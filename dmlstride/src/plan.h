@@ -86,6 +86,11 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
    transposes do differently, and the planner (TRANSPOSE_FROM_MEMORY) for its
    segments. */
 #define DMLS_CACHED_TRANSPOSE_BYTES ((int64_t)8 << 20)
+/* MODE_TILE: a 1- or 2-byte transpose of at least this many bytes that
+   neither streams nor goes through L2, into destination rows a multiple of
+   2 KiB apart, takes tiles of DMLS_TALL_TILE_ROWS (isa.h) source rows (the
+   planner's TALL_TILE_MIN and TALL_TILE_SEGMENT; see transpose-sse2.c). */
+#define DMLS_TALL_TILE_BYTES ((int64_t)4 << 20)
 /* MODE_TILE with at most this many source-fast channels copies each channel
    as a strided run (or de-interleaves 2-4 of them), unless there are more
    than 4 that a SIMD kernel takes (execute.c, few_channels). */
