@@ -328,6 +328,27 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, level,
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
 
 
+@pytest.mark.parametrize("dtype,sizes", [
+    ("uint8", (30, 12, 120, 120)),     # 4.9 MiB: past the L2 caches, under 8 MiB
+    ("int16", (16, 6, 160, 161)),      # 4.7 MiB
+    ("uint8", (2, 9, 701, 499)),       # 6.0 MiB
+    ("uint8", (4, 5, 700, 701)),       # 9.4 MiB: the source asked for ahead
+], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_short_pixels_to_planes_past_l2(dtype, sizes, level, threads):
+    # NHWC to NCHW gathers of 5-15 one-byte or 5-7 two-byte channels of 4
+    # MiB or more that do not stream: under 8 MiB with AVX2 in pairs of
+    # micro-blocks first, larger ones with the source asked for ahead; the
+    # buffer ends right after the last pixel.  Against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    assert desc.total_tensor_size_in_bytes >= 4 << 20
+    raw = _random_buffer(desc.total_tensor_size_in_bytes, sum(sizes))
+    with _isa_level(level):
+        assert not transfer._plan(desc, "gather").describe()["stream"]
+        got = ds.gather(raw, desc)
+    assert got.tobytes() == _numpy_gather(raw, desc).tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes,tasks", [((1, 24, 128, 130), 16), ((1, 12, 257, 257), 16),
                                          ((1, 40, 1, 16411), 16), ((1, 9, 66, 500), 20),

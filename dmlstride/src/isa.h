@@ -77,8 +77,7 @@ typedef struct {
        per source row (source rows sj >= kn * W apart, destination rows k at
        dk with j contiguous), written with streaming stores when stream is
        set; covers columns j < *jdone (a multiple of 16 / W).  flags:
-       DMLS_TRANSPOSE_SOURCE_AHEAD (the source comes from memory) or 0.
-       scratch: 16 KiB. */
+       DMLS_TRANSPOSE_* (where the operands are expected).  scratch: 16 KiB. */
     void (*rows_short)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                        int64_t kn, int64_t jn, int stream, int flags, int64_t *jdone, char *scratch);
     /* Three interleaved channels <-> three planes; return the pixels done. */

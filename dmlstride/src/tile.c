@@ -167,7 +167,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         /* 5-15 one-byte values per source row, 5-7 two-byte ones: fewer
            than a micro-block. */
         dmls_isa.rows_short(w, sj, iss, dj, kds, kn, jn, p->stream,
-                            transpose_flags(p) & DMLS_TRANSPOSE_SOURCE_AHEAD, &jb, scratch);
+                            transpose_flags(p), &jb, scratch);
         if (jb > 0) kdone = kn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w && jn < 16 / w &&
                !(kds == jn * w && kn >= DMLS_RAGGED_MIN_ROWS)) {

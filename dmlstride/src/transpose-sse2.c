@@ -800,13 +800,17 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
         j = 0;
-        if (dmls_isa.level >= DMLS_ISA_AVX2 && !(flags & DMLS_TRANSPOSE_SOURCE_AHEAD)) {
-            /* From cache, AVX2 pairs of micro-blocks side by side in j
+        if (dmls_isa.level >= DMLS_ISA_AVX2 && (flags & DMLS_TRANSPOSE_CACHED)) {
+            /* From cache (a copy of under DMLS_CACHED_TRANSPOSE_BYTES that
+               does not stream), AVX2 pairs of micro-blocks side by side in j
                (half the shuffles a byte): in one process, alternating (2
                threads), NHWC to NCHW gathers of 5-15 uint8 or 6-7 uint16
-               channels of 1.9-3.7 MB ran 1.37-1.76x faster.  From memory
-               (with the source asked for ahead, row group by row group)
-               they ran 0.78-0.98x, and keep the loop below. */
+               channels of 1.9-3.7 MB ran 1.37-1.76x faster, and of 4.2-7.7
+               MiB 1.31-1.93x (8 such gathers, two runs; 0.89-0.93x for two
+               of them in a run where the limit memcpy too ran at a third of
+               its speed).  Larger ones (with the source asked for ahead,
+               row group by row group) ran 0.78-0.98x, 9-12 MiB ones that
+               do not stream 0.94-1.35x, and keep the loop below. */
             dmls_isa.tile_jpairs(W, s + j0 * sj, sj, tile, TJ * W, N, nj, &j);
         }
         for (; j < nj; j += N) {
