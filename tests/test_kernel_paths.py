@@ -1799,3 +1799,30 @@ def test_streamed_fill_every_head_and_tail(dtype, streaming):
         expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
         ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
         assert bytes(dst) == expect, dst_offset
+
+
+# Rows of one repeated value of 16-512 bytes (a broadcast along the last
+# dimension) are filled inline, eight rows' values loaded before their
+# stores: row lengths that are and are not a multiple of 16 bytes, task
+# ranges that are not a multiple of eight rows, outer dimensions that carry,
+# at destination offsets off 16 bytes, with and without streaming, on 1 and
+# 2 threads; rows of 520 bytes take the row kernel.  Against numpy, guard
+# bytes included.
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+@pytest.mark.parametrize("row_bytes", [16, 24, 40, 64, 72, 128, 200, 504, 512, 520])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_short_fill_rows(dtype, row_bytes, stream, threads):
+    itemsize = np.dtype(dtype).itemsize
+    sizes = [3, 5, 77, row_bytes // itemsize]
+    src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[385, 77, 1, 0])
+    dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
+    with _stream_threshold(0 if stream else 1 << 62):
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()
+        assert plan["mode"] == "fill" and plan["stream"] == stream
+        for dst_offset in (0, itemsize, 24):
+            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
+            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+            assert bytes(dst) == expect, dst_offset

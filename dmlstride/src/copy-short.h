@@ -70,6 +70,29 @@ static DMLS_COPY_INLINE void dmls_copy_blocks(char *d, const char *s, int64_t n)
         if (i >= n) return;
     }
 }
+
+/* The w-byte value at s (w = 1, 2, 4 or 8) in every lane: loaded at its
+   own width, since a load that spans a wider zeroed variable and the
+   narrower copy into it waits for both stores to retire (a short-row fill
+   spent most of its time there). */
+static DMLS_COPY_INLINE __m128i dmls_splat(const char *s, int w) {
+    switch (w) {
+    case 1: return _mm_set1_epi8(*s);
+    case 2: { int16_t x; memcpy(&x, s, 2); return _mm_set1_epi16(x); }
+    case 4: { int32_t x; memcpy(&x, s, 4); return _mm_set1_epi32(x); }
+    default: { int64_t x; memcpy(&x, s, 8); return _mm_set1_epi64x(x); }
+    }
+}
+
+/* n bytes (n >= 16, a multiple of the value's width) of the pattern v:
+   16-byte stores, the last one overlapping the one before (16 being a
+   multiple of the width keeps the values in step). */
+static DMLS_COPY_INLINE void dmls_fill_splat(char *d, __m128i v, int64_t n) {
+    int64_t i;
+    for (i = 0; i + 16 < n; i += 16) _mm_storeu_si128((__m128i *)(void *)(d + i), v);
+    _mm_storeu_si128((__m128i *)(void *)(d + n - 16), v);
+}
+#define DMLS_HAVE_FILL_SPLAT 1
 #else
 #define dmls_copy_blocks dmls_copy_short
 #endif

@@ -203,6 +203,34 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         }
         return;
     }
+#ifdef DMLS_HAVE_FILL_SPLAT
+    if (p->mode == DMLS_MODE_FILL && p->segments == 1 && p->inner_dst_stride == p->width &&
+            p->inner_size * p->width >= 16 && p->inner_size * p->width <= DMLS_SHORT_ROW_BYTES &&
+            (!p->stream || p->inner_size * p->width < DMLS_STREAM_MIN_RUN)) {
+        /* Short rows of one value each (a broadcast along the last
+           dimension): inline, eight rows' values loaded before their
+           stores, rather than a dispatch and a fill loop a row.  In one
+           process, alternating, against numpy's copyto (2 threads), 64- and
+           128-byte rows of float32, uint16 and uint8 in copies of 1-67 MB
+           went from 0.74-1.31x to 1.95-3.55x (one thread: 0.42-0.60x to
+           1.15-1.93x); loading each value just before its row's stores ran
+           1.0-1.5x slower than in eights. */
+        const int w = p->width;
+        const int64_t n = p->inner_size * w;
+        int64_t dofs[8], q, m;
+        __m128i v[8];
+        for (t = t0; t < t1; t += m) {
+            m = t1 - t < 8 ? t1 - t : 8;
+            for (q = 0; q < m; q++) {
+                v[q] = dmls_splat(s + so, w);
+                dofs[q] = do_;
+                next_outer(p, idx, &so, &do_);
+            }
+            for (q = 0; q < m; q++) dmls_fill_splat(d + dofs[q], v[q], n);
+        }
+        return;
+    }
+#endif
     if ((p->mode == DMLS_MODE_STRIDED && p->segments == 1 && p->inner_size <= 16) || tiny_tiles(p)) {
         /* Short strided rows likewise, one a task, and tiny transposes
            (tiny_tiles), tile_size such rows a task: the width chosen once,

@@ -382,19 +382,11 @@ static inline void fill_short(char *d, __m128i v, int64_t n) {
    all n, or 0 for a d that is not a whole number of elements from a line
    boundary (the caller's loop then writes them). */
 static int64_t dmls_stream_fill(int W, const char *s, char *d, int64_t n) {
-    __m128i v;
+    const __m128i v = dmls_splat(s, W);
     int64_t head, i, body;
-    uint64_t x8 = 0;
     if ((uintptr_t)d % (uintptr_t)W != 0) return 0;
     head = dmls_line_gap(d);
     if (head > n * W) head = n * W;
-    memcpy(&x8, s, (size_t)W);
-    switch (W) {
-    case 1: v = _mm_set1_epi8((char)x8); break;
-    case 2: v = _mm_set1_epi16((short)x8); break;
-    case 4: v = _mm_set1_epi32((int)x8); break;
-    default: v = _mm_set1_epi64x((long long)x8); break;
-    }
     fill_short(d, v, head);
     d += head;
     body = (n * W - head) / 64 * 64;
