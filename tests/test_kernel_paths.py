@@ -406,6 +406,26 @@ def test_prime_row_count_is_cut_in_uneven_pieces(dtype, rows, cols, pieces, stre
     assert out.tobytes() == expect.tobytes()
 
 
+def _check_column_major(dtype, rows, cols, op, padded, level):
+    # A column-major rows x cols matrix gathered, scattered into, or copied
+    # into the padded layout with copy_tensor, at the instruction set level
+    # given; against numpy.
+    dt = np.dtype(dtype)
+    colmajor = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
+    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows + cols)
+    with _isa_level(level):
+        if op == "gather":
+            assert ds.gather(buf, colmajor).tobytes() == _numpy_gather(buf, colmajor).tobytes()
+        elif op == "scatter":
+            values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
+            _check_scatter(values, colmajor, _random_buffer(colmajor.total_tensor_size_in_bytes + 64, rows))
+        else:
+            dst = bytearray(_random_buffer(padded.total_tensor_size_in_bytes + 64, 3).tobytes())
+            expect = _expected_copy(buf, colmajor, bytes(dst), padded, 0)
+            ds.copy_tensor(buf, colmajor, dst, padded)
+            assert bytes(dst) == expect
+
+
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("dtype", ["float32", "uint32"])
 @pytest.mark.parametrize("op,sizes", [
@@ -417,22 +437,7 @@ def test_four_byte_transposes_into_rows_4_kib_apart(level, dtype, op, sizes, thr
     # 32-byte blocks go through a padded buffer, 8 rows at a time, with
     # ragged rows (1021, 9, 70 of k) and columns (77 values, segments of a
     # 500-value row in a 1024-value pitch) past it; against numpy.
-    dt = np.dtype(dtype)
-    rows, cols = sizes
-    colmajor = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
-    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows + cols)
-    with _isa_level(level):
-        if op == "gather":
-            assert ds.gather(buf, colmajor).tobytes() == _numpy_gather(buf, colmajor).tobytes()
-        elif op == "scatter":
-            values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
-            _check_scatter(values, colmajor, _random_buffer(colmajor.total_tensor_size_in_bytes + 64, rows))
-        else:
-            padded = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1024, 1])
-            dst = bytearray(_random_buffer(padded.total_tensor_size_in_bytes + 64, 3).tobytes())
-            expect = _expected_copy(buf, colmajor, bytes(dst), padded, 0)
-            ds.copy_tensor(buf, colmajor, dst, padded)
-            assert bytes(dst) == expect
+    _check_column_major(dtype, *sizes, op, ds.BufferTensorDesc(dtype, sizes, strides=[1024, 1]), level)
 
 
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
@@ -451,25 +456,13 @@ def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads):
     # segments shorter than a tile, at the SSE2 and AVX2 levels, against
     # numpy.
     dt = np.dtype(dtype)
-    rows, cols = sizes
-    colmajor = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
-    packed = ds.BufferTensorDesc(dtype, [rows, cols])
-    padded = ds.BufferTensorDesc(dtype, [rows, cols], strides=[2048 // dt.itemsize, 1])
+    colmajor = ds.BufferTensorDesc(dtype, sizes, strides=[1, sizes[0]])
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    padded = ds.BufferTensorDesc(dtype, sizes, strides=[2048 // dt.itemsize, 1])
     src, dst = {"gather": (colmajor, packed), "scatter": (packed, colmajor), "copy": (colmajor, padded)}[op]
-    plan = _planner.plan_copy([rows, cols], src.effective_strides, dst.effective_strides, dt.itemsize * 8).main
+    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, dt.itemsize * 8).main
     assert _planner.tall_tile_segments(plan)
-    buf = _random_buffer(colmajor.total_tensor_size_in_bytes, rows + cols)
-    with _isa_level(level):
-        if op == "gather":
-            assert ds.gather(buf, colmajor).tobytes() == _numpy_gather(buf, colmajor).tobytes()
-        elif op == "scatter":
-            values = _random_buffer(rows * cols * dt.itemsize, cols).view(dt).reshape(rows, cols)
-            _check_scatter(values, colmajor, _random_buffer(colmajor.total_tensor_size_in_bytes + 64, rows))
-        else:
-            out = bytearray(_random_buffer(padded.total_tensor_size_in_bytes + 64, 3).tobytes())
-            expect = _expected_copy(buf, colmajor, bytes(out), padded, 0)
-            ds.copy_tensor(buf, colmajor, out, padded)
-            assert bytes(out) == expect
+    _check_column_major(dtype, *sizes, op, padded, level)
 
 
 @pytest.mark.parametrize("nthreads", [3, 5, 8])
