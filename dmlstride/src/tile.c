@@ -96,7 +96,6 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
    asking for them too from 0.55 to 0.65, those of 1.5-2 MB 0.85-0.95x. */
 #define DMLS_SOURCE_AHEAD_BYTES ((int64_t)4 << 20)
 typedef char dmls_source_ahead_below_cached[DMLS_SOURCE_AHEAD_BYTES <= DMLS_CACHED_TRANSPOSE_BYTES ? 1 : -1];
-typedef char dmls_tall_below_cached[DMLS_TALL_TILE_BYTES <= DMLS_CACHED_TRANSPOSE_BYTES ? 1 : -1];
 
 /* The bytes of the plan's whole copy, or cap when there are cap or more
    (each factor is checked before it multiplies, so nothing overflows).  A
