@@ -352,10 +352,8 @@ static void dmls_copy(char *d, const char *s, int64_t n) {
    two thirds of the speed of other lengths. */
 static inline void fill_short(char *d, __m128i v, int64_t n) {
     const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
-    int64_t i;
     if (n >= 16) {
-        for (i = 0; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(d + i), v);
-        if (i < n) _mm_storeu_si128((__m128i *)(d + n - 16), v);
+        dmls_fill_splat(d, v, n);
     } else if (n >= 8) {
         memcpy(d, &x, 8);
         memcpy(d + n - 8, &x, 8);
