@@ -62,12 +62,17 @@ static inline void simd_micro(int W, const char *sp, int64_t ss, char *dp, int64
    16 rows of DMLS_STAGE_PITCH bytes for 1- and 2-byte values (staged), 8
    rows of DMLS_WIDE_PITCH for 4-byte ones (wstaged): 64 values and 64
    bytes of pad a row; a tall tile's rows hold DMLS_TALL_TILE_ROWS values. */
-enum { DMLS_STAGE_PITCH = 64 * 2 + 64, DMLS_WIDE_PITCH = 64 * 4 + 64 };
+enum {
+    DMLS_STAGE_PITCH = 64 * 2 + 64,
+    DMLS_WIDE_PITCH = 64 * 4 + 64,
+    DMLS_TALL_PITCH = DMLS_TALL_TILE_ROWS * 2 + 64,
+    DMLS_TALL_K_BYTES = 128    /* bytes of k a tall tile reads from each source row */
+};
 typedef char dmls_wide_stage_fits[8 * DMLS_WIDE_PITCH <= 16 * DMLS_STAGE_PITCH ? 1 : -1];
-/* A tall tile's stage (16 rows of 256 two-byte values and 64 bytes of pad)
-   and its source rows (128 bytes and 16 of pad each) within the kernels'
-   region of the scratch arena. */
-typedef char dmls_tall_tile_fits[16 * (DMLS_TALL_TILE_ROWS * 2 + 64) + DMLS_TALL_TILE_ROWS * (128 + 16) <=
+/* A tall tile's stage (16 rows of DMLS_TALL_PITCH) and its staged source
+   rows (DMLS_TALL_K_BYTES and 16 of pad each) within the kernels' region of
+   the scratch arena. */
+typedef char dmls_tall_tile_fits[16 * DMLS_TALL_PITCH + DMLS_TALL_TILE_ROWS * (DMLS_TALL_K_BYTES + 16) <=
                                  DMLS_SCRATCH_REGION ? 1 : -1];
 
 /* Transpose a kn x jn block: source k contiguous (stride W), rows j at
@@ -112,14 +117,14 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        0.68-0.96x, and keep 64 rows. */
     const int tall = (flags & DMLS_TRANSPOSE_TALL) && W <= 2 && sj > DMLS_UNSTAGED_ROW_BYTES && dk % 2048 == 0;
     const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : 64;
-    const int64_t TK = (tall ? 128 : jn > TJ ? 64 : cached ? 256 : W <= 2 ? 64 : 128) / W;
+    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : jn > TJ ? 64 : cached ? 256 : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
        micro-blocks in a padded buffer and write each row in one burst.
        Rows closer together (dk not a multiple of 2 KiB) spread over
        enough sets to be written in place. */
     enum { WPITCH = DMLS_WIDE_PITCH };
-    const int64_t PITCH = tall ? DMLS_TALL_TILE_ROWS * 2 + 64 : DMLS_STAGE_PITCH;
+    const int64_t PITCH = tall ? DMLS_TALL_PITCH : DMLS_STAGE_PITCH;
     const int64_t SPITCH = TK * W + 16;
     char *stage = scratch;                  /* 16 * PITCH bytes */
     const int staged = W <= 2 && dk % 2048 == 0;
