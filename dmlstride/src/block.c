@@ -305,7 +305,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                             const int64_t *kd, char *tiles) {
     const int64_t w = p->width, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
-    int64_t jc, kc, sp, dp, *srows, j, k, j0, k0, nj, n;
+    int64_t jc, kc, sp, dp, *srows, j, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0)
@@ -320,6 +320,15 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
+            /* the next chunk (see dmls_rows_from_l2): on in k, else the first k of the next j */
+            const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
+            dmls_rows next = {s, js, 0, 0, 0};   /* no rows after the last chunk */
+            if (nj0 < jn) {
+                next.s = s + nk0 * w;
+                next.offs = js + nj0;
+                next.rows = jn - nj0 < jc ? jn - nj0 : jc;
+                next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
+            }
             n = kn - k0 < kc ? kn - k0 : kc;
             dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {
@@ -328,10 +337,8 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                 continue;
             }
             dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, tiles);
-            if (p->stream && dmls_isa.level >= DMLS_ISA_SSE2)
-                for (k = 0; k < n; k++) dmls_isa.stream_copy(d + kd[k0 + k] + j0 * w, db + k * dp, nj * w);
-            else
-                for (k = 0; k < n; k++) memcpy(d + kd[k0 + k] + j0 * w, db + k * dp, (size_t)(nj * w));
+            dmls_rows_from_l2(d + j0 * w, kd + k0, 0, db, dp, n, nj * w,
+                              p->stream && dmls_isa.level >= DMLS_ISA_SSE2, &next);
         }
     }
     return 1;

@@ -27,6 +27,23 @@ void dmls_transpose_plain(int w, const char *s, int64_t iss, char *d, int64_t kd
 void dmls_rows_to_l2(char *buf, int64_t pitch, const char *s, const int64_t *offs, int64_t stride,
                      int64_t rows, int64_t nbytes);
 
+/* Rows in memory: row j is nbytes from s + offs[j] (s + j * stride when
+   offs is NULL), j < rows. */
+typedef struct {
+    const char *s;
+    const int64_t *offs;
+    int64_t stride, rows, nbytes;
+} dmls_rows;
+
+/* A chunk's transposed rows out of an L2 buffer: row k, nbytes from
+   buf + k * pitch to d + offs[k] (d + k * stride when offs is NULL),
+   k < rows, with streaming stores when stream.  Meanwhile the lines of
+   next (the next chunk's source rows; NULL or no rows for none) are asked
+   for into L2, spread evenly over the rows written, so that the next
+   chunk's copy into L2 finds them there. */
+void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char *buf, int64_t pitch,
+                       int64_t rows, int64_t nbytes, int stream, const dmls_rows *next);
+
 /* Inner elements j0..j1 of p's (tile, inner) pair, s and d at the row's
    outer offsets.  scratch: DMLS_SCRATCH_REGION bytes. */
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch);
