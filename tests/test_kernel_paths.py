@@ -1245,6 +1245,40 @@ def test_streaming_transpose_through_l2_in_chunks(dtype, shape, dst_offset, stre
     assert bytes(dst) == expect
 
 
+_FAR_ROWS = [(2500, 2100), (4099, 2053), (2101, 3001)]
+
+
+@pytest.mark.parametrize("op, shape", [("gather", s) for s in _FAR_ROWS + [(2051, 3072)]]
+                         + [("scatter", s) for s in _FAR_ROWS + [(3072, 2051)]], ids=str)
+def test_one_byte_transposes_through_l2_from_far_rows(shape, op, streaming, threads):
+    # uint8 source rows 2 KiB or more apart (a gather's are cols bytes apart,
+    # a scatter's rows) go through L2 read where they are, chunk by chunk (the
+    # next chunk's rows asked for while this one goes out); rows a multiple of
+    # 1 KiB apart (3072) through the buffer.  Segments of 1024 values of j in
+    # two to three chunks each, the last ones short (with a wrong row offset
+    # for the chunks after the first, 5 of the 16 fail).  Gather and scatter
+    # against numpy, guard bytes around a scatter's column-major destination.
+    rows, cols = shape
+    colmajor = ds.BufferTensorDesc("uint8", [cols, rows], strides=[1, cols])
+    plan_desc = ((colmajor.sizes, colmajor.effective_strides, [rows, 1]) if op == "gather"
+                 else (colmajor.sizes, [rows, 1], colmajor.effective_strides))
+    plan = _engine.Plan(*plan_desc, 8).describe()
+    assert plan["mode"] == "tile" and plan["l2"] == "both" and plan["stream"]
+    values = _random_buffer(colmajor.total_tensor_size_in_bytes, rows)   # (rounded up to 4 bytes)
+    matrix = values[:rows * cols].reshape(rows, cols)          # the column-major tensor's bytes
+    if op == "gather":
+        np.testing.assert_array_equal(ds.gather(values, colmajor), matrix.T)
+    else:
+        packed = np.ascontiguousarray(_random_buffer(rows * cols, cols).reshape(cols, rows))
+        before = _random_buffer(rows * cols + 128, 3)
+        dst = bytearray(before.tobytes())
+        ds.scatter(packed, colmajor, dst, offset=64)
+        got = np.frombuffer(bytes(dst), np.uint8)
+        np.testing.assert_array_equal(got[64:-64].reshape(rows, cols), packed.T)
+        np.testing.assert_array_equal(got[:64], before[:64])
+        np.testing.assert_array_equal(got[-64:], before[-64:])
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("shape", [(1001, 63), (2003, 45), (4001, 9), (300, 11), (257, 17)], ids=str)
 @pytest.mark.parametrize("dst_offset", [0, 16, 4])
