@@ -1652,6 +1652,39 @@ def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
     np.testing.assert_array_equal(out, values)
 
 
+@pytest.mark.parametrize("dtype, sizes", [("int8", (2, 20, 3, 40, 70)), ("uint8", (2, 20, 3, 40, 64)),
+                                          ("int16", (2, 20, 3, 40, 70)), ("float32", (2, 12, 3, 10, 32))], ids=str)
+@pytest.mark.parametrize("dst_offset", [0, 16, 40])
+def test_streamed_block_scatters_write_the_columns_around_whole_lines(dtype, sizes, dst_offset, streaming, threads):
+    # A streamed block writes whole destination lines with streaming stores;
+    # the columns of each row before its first line boundary and after its
+    # last go with ordinary stores through the padded micro-blocks.  The
+    # blocks here start 0, 16, 32 or 48 bytes past a line (outer offsets of
+    # 800 or 1600 bytes, and dst_offset), so both kinds of column are there.
+    # Against numpy, with guard bytes before and after (leaving out either
+    # kind of column, 20 of the 24 fail).
+    perm = (4, 2, 0, 3, 1)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, perm)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(list(sizes), packed.effective_strides, desc.effective_strides, desc.element_bits).describe()
+    assert plan["mode"] == "block" and plan["stream"] and plan["l2"] == "none"
+    dt = np.dtype(ds.numpy_dtype(dtype))
+    values = _random_buffer(math.prod(sizes) * dt.itemsize, 11).view(dt).reshape(sizes)
+    nbytes = desc.total_tensor_size_in_bytes
+    before = _random_buffer(nbytes + dst_offset + 64, 12)
+    raw = np.empty(before.size + 64, np.uint8)
+    start = -raw.ctypes.data % 64   # the buffer on a line boundary: the offsets above decide
+    got = raw[start:start + before.size]
+    got[:] = before
+    ds.scatter(values, desc, got, offset=dst_offset, check_alignment=False)
+    strides = [s * dt.itemsize for s in desc.effective_strides]
+    view = np.lib.stride_tricks.as_strided(got[dst_offset:dst_offset + nbytes].view(dt), sizes, strides)
+    np.testing.assert_array_equal(view, values)
+    expect = before.copy()
+    np.lib.stride_tricks.as_strided(expect[dst_offset:dst_offset + nbytes].view(dt), sizes, strides)[...] = values
+    np.testing.assert_array_equal(got, expect)   # nothing else written
+
+
 def test_streaming_block_cases_reach_l2_chunks(streaming):
     # A block longer than the L2 buffers hold goes through them in chunks of
     # j or of k; with dimensions that do not split (11, 17, 19), such a
