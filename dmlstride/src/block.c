@@ -291,7 +291,7 @@ typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BY
    chunk of one micro-block fits (the caller copies the block without the
    buffers). */
 static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
-                            const int64_t *kd, char *tiles) {
+                            const int64_t *kd, const char *s_next, char *tiles) {
     const int64_t w = p->width, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
     int64_t jc, kc, sp, dp, *srows, j, j0, k0, nj, n;
@@ -309,14 +309,19 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
-            /* the next chunk (see dmls_rows_from_l2): on in k, else the first k of the next j */
+            /* the next chunk (see dmls_rows_from_l2): on in k, else the first k of the next j,
+               else the next block's first (its J starts at the same table) */
             const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
-            dmls_rows next = {s, js, 0, 0, 0};   /* no rows after the last chunk */
+            dmls_rows next = {s, js, 0, 0, 0};   /* no rows after the last chunk of the last block */
             if (nj0 < jn) {
                 next.s = s + nk0 * w;
                 next.offs = js + nj0;
                 next.rows = jn - nj0 < jc ? jn - nj0 : jc;
                 next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
+            } else if (s_next != NULL) {
+                next.s = s_next;
+                next.rows = jn < jc ? jn : jc;
+                next.nbytes = (kn < kc ? kn : kc) * w;
             }
             n = kn - k0 < kc ? kn - k0 : kc;
             dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
@@ -353,7 +358,8 @@ static int rows_on_line_offset(const dmls_group *g) {
     return 1;
 }
 
-void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
+void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const char *s_next,
+                char *scratch) {
     const int64_t *js = (const int64_t *)scratch + j0;
     const int64_t *kd = (const int64_t *)scratch + DMLS_BLOCK_GROUP;
     char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
@@ -362,7 +368,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     d += j0 * w;
     if (p->l2 != DMLS_L2_NONE) {
         /* The streaming line kernels below are not planned for these. */
-        if (!block_through_l2(p, s, js, jn, d, kd, tiles))
+        if (!block_through_l2(p, s, js, jn, d, kd, j0 == 0 && j1 == p->inner_size ? s_next : NULL, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
                             p->block_lines, 0, 1, tiles);
         return;

@@ -85,7 +85,7 @@ void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char 
    written out with streaming stores for their whole lines.  Returns 0 when
    the buffers cannot take a chunk. */
 static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
-                                int64_t jn, char *scratch) {
+                                int64_t jn, const dmls_rows *next_task, char *scratch) {
     /* One-byte values from source rows 2 KiB or more apart (not a multiple
        of 1 KiB, whose rows would crowd L1's sets): the chunk's rows, asked
        for into L2 while the chunk before went out, are transposed where
@@ -107,13 +107,18 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
-            /* the next chunk: on in k, else the first k of the next j */
+            /* the next chunk: on in k, else the first k of the next j, else
+               the next task's first */
             const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
-            dmls_rows next = {sj, NULL, iss, 0, 0};   /* no rows after the last chunk */
+            dmls_rows next = {sj, NULL, iss, 0, 0};   /* no rows after the last chunk of the last task */
             if (nj0 < jn) {
                 next.s = sj + nj0 * iss + nk0 * w;
                 next.rows = jn - nj0 < jc ? jn - nj0 : jc;
                 next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
+            } else if (next_task != NULL) {
+                next.s = next_task->s;
+                next.rows = next_task->rows < jc ? next_task->rows : jc;
+                next.nbytes = (kn < kc ? kn : kc) * w;
             }
             n = kn - k0 < kc ? kn - k0 : kc;
             if (in_place) {
@@ -204,7 +209,8 @@ static int transpose_flags(const dmls_plan *p) {
 #define DMLS_SHIFTED_L2_SHORT 160
 #define DMLS_SHIFTED_L2_LONG 1024
 
-void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch) {
+void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
+                    char *scratch) {
     const int w = p->width;
     const int64_t jn = j1 - j0, kn = p->tile_size, kss = p->tile_src_stride, kds = p->tile_dst_stride;
     const int64_t iss = p->inner_src_stride, ids = p->inner_dst_stride;
@@ -272,7 +278,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }
-            if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, scratch)))
+            if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, next, scratch)))
                 dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_flags(p), scratch);
             return;
         }

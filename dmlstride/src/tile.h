@@ -45,8 +45,12 @@ void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char 
                        int64_t rows, int64_t nbytes, int stream, const dmls_rows *next);
 
 /* Inner elements j0..j1 of p's (tile, inner) pair, s and d at the row's
-   outer offsets.  scratch: DMLS_SCRATCH_REGION bytes. */
-void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, char *scratch);
+   outer offsets.  next: the source rows of the task the caller runs next
+   (its inner elements, from k = 0; nbytes unused), or NULL: a transpose
+   through L2 asks for its first chunk's rows while its own last chunk
+   goes out.  scratch: DMLS_SCRATCH_REGION bytes. */
+void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
+                    char *scratch);
 
 /* Of n elements of w bytes from d: set *head to those before the first
    64-byte line boundary and return how many fill whole lines after it (0

@@ -144,7 +144,12 @@ static void test_transpose(void) {
                         bufs_free(&b);
                         continue;
                     }
-                    dmls_transpose(&p, (char *)b.src + soff, (char *)b.dst + doff, 0, jn, scratch);
+                    {
+                        /* a next task's rows to ask for (the same ones: prefetches read nothing) */
+                        dmls_rows next = {(char *)b.src + soff, NULL, p.inner_src_stride, jn, 0};
+                        dmls_transpose(&p, (char *)b.src + soff, (char *)b.dst + doff, 0, jn,
+                                       off == 4 ? &next : NULL, scratch);
+                    }
                     dmls_isa.store_fence();
                     ref_copy(2, n, ss, ds, W, (char *)b.src + soff, (char *)b.want + doff);
                     CHECK(memcmp(b.dst, b.want, b.dbytes) == 0,
@@ -371,7 +376,7 @@ static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t
         if (only < 0 || j == only * seg) {
             a = j;
             e = j + seg < jn ? j + seg : jn;
-            dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, a, e, dmls_scratch());
+            dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, a, e, (char *)b.src + o, dmls_scratch());
         }
     if (p.stream) dmls_isa.store_fence();
     before = malloc(b.dbytes);
