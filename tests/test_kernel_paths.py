@@ -1173,6 +1173,25 @@ def test_five_to_eight_channels_to_planes(dtype, c, hw, dst_offset, stream, thre
         _engine._set_stream_min_total(old)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("channels", [5, 7, 9, 11, 6])
+@pytest.mark.parametrize("hw", [(37, 53), (19, 41)], ids=str)
+def test_streamed_planes_off_lines_with_a_row_past_the_last_strip(dtype, channels, hw, streaming, threads):
+    # NHWC to NCHW with streaming stores into planes off line boundaries
+    # (1961 or 779 values): bands of one destination line per row, the rows
+    # past the last whole micro-block strip (an odd channel count of float64
+    # values, 1-3 of float32) either gathered value by value (float64) or
+    # written by one more strip moved back.  Against numpy (with the gathered
+    # row read one value off, the 16 float64 cases of odd channel counts fail).
+    sizes = (2, channels) + hw
+    src_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    values = _random_buffer(src_desc.total_tensor_size_in_bytes, channels)
+    np.testing.assert_array_equal(ds.gather(values, src_desc), _numpy_gather(values, src_desc))
+    out = np.empty(sizes, dtype)
+    ds.gather(values, src_desc, out=out)
+    np.testing.assert_array_equal(out, _numpy_gather(values, src_desc))
+
+
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short
