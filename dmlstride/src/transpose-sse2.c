@@ -579,18 +579,30 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
            buffers, the two alternating (2 threads), 2-D float32 and float64
            transposes of 46-57 MB (3001 x 5003, 3000 x 5000, 5001 x 2999,
            2000 x 3001, 1500 x 4001) ran 1.04-1.30x faster, gathers and
-           scatters; NHWC to NCHW gathers of 24-48 float32 channels, whose
-           rows lie back to back, 1.03-1.06x. */
+           scatters.  Where the rows lie close together (pixels of an NHWC
+           to NCHW gather, at most 1 KiB apart, the chunk all of k), the
+           band is one run of memory, and its lines are asked for as such
+           into L1 (see dmls_nt_transpose): in one process on the same
+           buffers, alternating (2 threads), gathers of 24-40 float32
+           channels into planes of 171 x 173 and 301 x 301 values ran
+           1.27-1.58x faster (the 40-channel one 1.57x), of 8-20 float64
+           ones 1.08-1.12x, 16 float32 ones 1.07x; from bands of 2 KiB
+           rather than 512 bytes, 24 float32 channels gained nothing. */
         const int64_t rb = ((re < kn ? re : kn) - k0) * W, lines = (rb + 63) / 64, steps = (ke - k0) / N;
+        const int run = E * sj >= 512 && sj <= 1024 && k0 == 0 && re == kn;
         for (b = 0; b < nb; b++) {
             const char *sb = s + b * E * sj;
-            const int64_t ask = b + 1 < nb ? E * lines : 0;
+            const int64_t ask = b + 1 < nb ? (run ? E * sj / 64 + 1 : E * lines) : 0;
             int64_t asked = 0, upto;
             for (k = k0; k < ke; k += N) {
                 const int64_t kk = k < kf ? k : k - back;
                 char *sl = scratch + (k - k0) * SLOT;
-                for (upto = ask * ((k - k0) / N + 1) / steps; asked < upto; asked++)
-                    _mm_prefetch(sb + (E + asked / lines) * sj + k0 * W + asked % lines * 64, _MM_HINT_T1);
+                if (run)
+                    for (upto = ask * ((k - k0) / N + 1) / steps; asked < upto; asked++)
+                        _mm_prefetch(sb + E * sj + asked * 64, _MM_HINT_T0);
+                else
+                    for (upto = ask * ((k - k0) / N + 1) / steps; asked < upto; asked++)
+                        _mm_prefetch(sb + (E + asked / lines) * sj + k0 * W + asked % lines * 64, _MM_HINT_T1);
                 for (q = 0; q < 4; q++)
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT) {
