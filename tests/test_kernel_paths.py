@@ -610,6 +610,22 @@ def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     _check_scatter(planes, desc, _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels))
 
 
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("sizes", [(3, 5, 7, 9, 11, 6), (2, 13, 4, 19, 23, 7), (5, 3, 2, 3, 40, 2)], ids=str)
+def test_short_planes_interleaved_task_by_task(dtype, sizes, threads):
+    # A 6-D gather whose planes (the source's runs) are a few values of a
+    # dimension far apart: planes into channels, one task per run of values,
+    # each task asking for the runs of the task four on (fewer near the end
+    # of a thread's chunk of tasks).  Against numpy, bytes compared.
+    perm = (2, 5, 0, 3, 1, 4)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, perm)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, desc.element_bits).describe()
+    assert plan["mode"] == "interleave" and plan["segment"] == plan["inner"][0]
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, sum(sizes))
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
 def _nibbles(buf, count, start=0):
     raw = np.frombuffer(buf, np.uint8)
     lo, hi = raw & 0x0F, raw >> 4
