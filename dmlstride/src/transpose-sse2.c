@@ -537,6 +537,18 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    measured. */
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch);
 enum { DMLS_SHIFTED_KC = 256, DMLS_SHIFTED_SLOT = 128 };
+/* Band b's line of a destination row out of its slot (sl + 64, the band's
+   64 bytes; sl, the last band's): the bytes before the row's first line
+   boundary for the first band, else the line it completes, streamed; then
+   the band's bytes kept for the next. */
+static inline void dmls_slot_out(char *row, char *sl, int64_t b) {
+    const int64_t h = dmls_line_gap(row);
+    if (b == 0)
+        memcpy(row, sl + 64, (size_t)h);
+    else
+        dmls_copy_body(row + h + (b - 1) * 64, sl + h, 64, 1);
+    memcpy(sl, sl + 64, 64);
+}
 /* The chunk's slots and the extra strip's fit the kernel's scratch region. */
 typedef char dmls_shifted_slots_fit[(DMLS_SHIFTED_KC + 16) * DMLS_SHIFTED_SLOT <= DMLS_SCRATCH_REGION ? 1 : -1];
 static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t dk,
@@ -605,27 +617,13 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
                         _mm_prefetch(sb + (E + asked / lines) * sj + k0 * W + asked % lines * 64, _MM_HINT_T1);
                 for (q = 0; q < 4; q++)
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
-                for (i = 0; i < N; i++, sl += SLOT) {
-                    char *row = d + (kk + i) * dk;
-                    h = dmls_line_gap(row);
-                    if (b == 0) {
-                        memcpy(row, sl + 64, (size_t)h);
-                    } else {
-                        dmls_copy_body(row + h + (b - 1) * 64, sl + h, 64, 1);
-                    }
-                    memcpy(sl, sl + 64, 64);
-                }
+                for (i = 0; i < N; i++, sl += SLOT)
+                    dmls_slot_out(d + (kk + i) * dk, sl, b);
             }
             for (k = ke; k < re; k++) {   /* the row left (8-byte values) */
-                char *sl = scratch + (k - k0) * SLOT, *row = d + k * dk;
+                char *sl = scratch + (k - k0) * SLOT;
                 for (i = 0; i < E; i++) memcpy(sl + 64 + 8 * i, sb + i * sj + k * 8, 8);
-                h = dmls_line_gap(row);
-                if (b == 0) {
-                    memcpy(row, sl + 64, (size_t)h);
-                } else {
-                    dmls_copy_body(row + h + (b - 1) * 64, sl + h, 64, 1);
-                }
-                memcpy(sl, sl + 64, 64);
+                dmls_slot_out(d + k * dk, sl, b);
             }
         }
         /* The last whole band's values past the last whole line. */
