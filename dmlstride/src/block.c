@@ -294,6 +294,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
                             const int64_t *kd, const char *s_next, char *tiles) {
     const int64_t w = p->width, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
+    const dmls_rows rows = {s, js, 0, jn, 0}, next_block = {s_next, js, 0, jn, 0};
     int64_t jc, kc, sp, dp, *srows, j, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
@@ -309,20 +310,8 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
-            /* the next chunk (see dmls_rows_from_l2): on in k, else the first k of the next j,
-               else the next block's first (its J starts at the same table) */
-            const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
-            dmls_rows next = {s, js, 0, 0, 0};   /* no rows after the last chunk of the last block */
-            if (nj0 < jn) {
-                next.s = s + nk0 * w;
-                next.offs = js + nj0;
-                next.rows = jn - nj0 < jc ? jn - nj0 : jc;
-                next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
-            } else if (s_next != NULL) {
-                next.s = s_next;
-                next.rows = jn < jc ? jn : jc;
-                next.nbytes = (kn < kc ? kn : kc) * w;
-            }
+            /* (see dmls_rows_from_l2; the next block's J starts at the same table) */
+            const dmls_rows next = dmls_next_chunk(&rows, w, jn, kn, jc, kc, j0, k0, s_next ? &next_block : NULL);
             n = kn - k0 < kc ? kn - k0 : kc;
             dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {

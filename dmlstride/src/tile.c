@@ -79,6 +79,22 @@ void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char 
     }
 }
 
+dmls_rows dmls_next_chunk(const dmls_rows *src, int64_t w, int64_t jn, int64_t kn, int64_t jc, int64_t kc,
+                          int64_t j0, int64_t k0, const dmls_rows *next_task) {
+    /* on in k, else the first k of the next j, else the next task's first */
+    const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
+    const dmls_rows *from = nj0 < jn ? src : next_task;
+    const int64_t first = nj0 < jn ? nj0 : 0;
+    dmls_rows next = {src->s, src->offs, src->stride, 0, 0};
+    if (from == NULL) return next;
+    next.s = from->s + nk0 * w + (from->offs ? 0 : first * from->stride);
+    next.offs = from->offs ? from->offs + first : NULL;
+    next.stride = from->stride;
+    next.rows = from->rows - first < jc ? from->rows - first : jc;
+    next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
+    return next;
+}
+
 /* Through L2, for destination rows off line boundaries: chunks of jc x kc
    (dmls_block_chunks): the chunk's source rows copied to a buffer one
    after another, transposed into a second buffer, whose rows are then
@@ -96,6 +112,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
        (pixels of an NHWC copy, a 141-column matrix) down to 0.67x: those
        read their rows as runs of the buffer. */
     const int in_place = w == 1 && iss >= 2048 && iss % 1024 != 0;
+    const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
@@ -107,19 +124,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
-            /* the next chunk: on in k, else the first k of the next j, else
-               the next task's first */
-            const int64_t nk0 = k0 + kc < kn ? k0 + kc : 0, nj0 = k0 + kc < kn ? j0 : j0 + jc;
-            dmls_rows next = {sj, NULL, iss, 0, 0};   /* no rows after the last chunk of the last task */
-            if (nj0 < jn) {
-                next.s = sj + nj0 * iss + nk0 * w;
-                next.rows = jn - nj0 < jc ? jn - nj0 : jc;
-                next.nbytes = (kn - nk0 < kc ? kn - nk0 : kc) * w;
-            } else if (next_task != NULL) {
-                next.s = next_task->s;
-                next.rows = next_task->rows < jc ? next_task->rows : jc;
-                next.nbytes = (kn < kc ? kn : kc) * w;
-            }
+            const dmls_rows next = dmls_next_chunk(&rows, w, jn, kn, jc, kc, j0, k0, next_task);
             n = kn - k0 < kc ? kn - k0 : kc;
             if (in_place) {
                 dmls_transpose_plain(w, sj + j0 * iss + k0 * w, iss, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);

@@ -35,6 +35,14 @@ typedef struct {
     int64_t stride, rows, nbytes;
 } dmls_rows;
 
+/* The source rows of the chunk after chunk (j0, k0) of a jn x kn copy of
+   w-byte values cut into chunks of jc x kc (k within j): rows of src (row
+   j's values from k = 0 on), else, after the last chunk, the first chunk
+   of next_task's rows (the next task's; NULL for none).  No rows when
+   there is none. */
+dmls_rows dmls_next_chunk(const dmls_rows *src, int64_t w, int64_t jn, int64_t kn, int64_t jc, int64_t kc,
+                          int64_t j0, int64_t k0, const dmls_rows *next_task);
+
 /* A chunk's transposed rows out of an L2 buffer: row k, nbytes from
    buf + k * pitch to d + offs[k] (d + k * stride when offs is NULL),
    k < rows, with streaming stores when stream.  Meanwhile the lines of
