@@ -203,6 +203,42 @@ def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, thre
         _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float16"])
+@pytest.mark.parametrize("sizes,layout,op", [((1200, 2300), "WH", "gather"), ((1200, 2300), "WH", "scatter"),
+                                             ((2300, 1200), "WH", "scatter"), ((640, 4100), "WH", "gather"),
+                                             ((4100, 640), "WH", "scatter"), ((3, 40, 37, 41), "NHWC", "gather"),
+                                             ((4, 40, 47, 53), "NHWC", "gather"),
+                                             ((8, 24, 61, 67), "NHWC", "gather")], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout, op, level, threads):
+    # One- and two-byte transposes from memory (here streaming, below the
+    # size that takes the L2 buffers) into destination rows off line
+    # boundaries, not a multiple of 2 KiB apart: tiles of 256 / W source rows
+    # wherever a task's columns reach that far, the columns past the last
+    # whole tile (and segments shorter than one, a row's last) in tiles of
+    # 64.  Segments of 256 values of 2-D matrices, longer ones of NHWC pixels
+    # (24 and 40 channels, read in place).  Against numpy; a scatter's guard
+    # bytes around the destination.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), layout)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    src, dst = (strided, packed) if op == "gather" else (packed, strided)
+    itemsize = np.dtype(dtype).itemsize
+    nbytes = math.prod(sizes) * itemsize
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_stream_threshold(2 * nbytes))
+        plan = _engine.Plan(list(sizes), src.effective_strides, dst.effective_strides, 8 * itemsize).describe()
+        _, _, kds = plan["tile"]
+        assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
+        assert kds % 64 != 0 and kds % 2048 != 0 and plan["segment"] >= 256 // itemsize
+        stack.enter_context(_isa_level(level))
+        buf = _random_buffer(src.total_tensor_size_in_bytes, nbytes)
+        if op == "gather":
+            assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+        else:
+            out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
+            _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64,
                                   65, 96, 100, 128, 129, 160, 200, 257, 384, 511, 512, 513])

@@ -116,7 +116,22 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        into other destination rows (a 1536 x 2048 float16 scatter) ran
        0.68-0.96x, and keep 64 rows. */
     const int tall = (flags & DMLS_TRANSPOSE_TALL) && W <= 2 && sj > DMLS_UNSTAGED_ROW_BYTES && dk % 2048 == 0;
-    const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : 64;
+    /* From memory, 1- and 2-byte values into destination rows written in
+       place (not a multiple of 2 KiB apart) take tiles of 256 / W source
+       rows when the columns reach that far: each tile row then writes 256
+       bytes of each destination row (wider values already write 256 or
+       more, two lines of k), so that its partly written lines at either
+       end are two in five or six rather than two in one or two.  In one
+       process on the same buffers, alternating (2 threads), 2-D uint8,
+       int8, int16, uint16 and float16 transposes and NHWC to NCHW
+       conversions of 8-24 MB with rows off line boundaries ran 1.09x
+       faster (geometric mean of 24 one-byte gathers and scatters, 16
+       faster, none below 0.91x) and 1.22x (12 two-byte ones, 0.92-1.55x);
+       on one thread 1.15x (10, one 0.94x).  256 source rows for two-byte
+       values too (512 bytes of each destination row) gained 1.10x only, and
+       lost 0.77-0.84x on a 3100 x 4100 int16 gather. */
+    const int wide_rows = !tall && !cached && W <= 2 && dk % 2048 != 0 && jn >= 256 / W;
+    const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : wide_rows ? 256 / W : 64;
     const int64_t TK = (tall ? DMLS_TALL_K_BYTES : jn > TJ ? 64 : cached ? 256 : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
