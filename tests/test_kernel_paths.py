@@ -1091,6 +1091,43 @@ def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, 
     assert bytes(dst) == expect
 
 
+@pytest.mark.parametrize("dtype,src_skew", [(dtype, skew) for dtype in ("uint8", "int8", "float16", "int16")
+                                            for skew in (0, 16, 48, 2, 4, 1)
+                                            if skew % np.dtype(dtype).itemsize == 0])
+@pytest.mark.parametrize("pitch_bytes", [1024, 2048, 4096, 5120])
+@pytest.mark.parametrize("cols", [200, 333, 64, 40])
+@pytest.mark.parametrize("dst_skew", [0, 32])
+def test_streaming_transposes_read_rows_1_kib_apart_a_line_at_a_time(dtype, src_skew, pitch_bytes, cols, dst_skew,
+                                                                    streaming, threads):
+    # One- and two-byte source rows a multiple of 1 KiB apart into
+    # line-aligned destination rows (whole lines streamed): each band's rows
+    # are read a line at a time into scratch, from the first line boundary
+    # on when the rows start 16, 32 or 48 bytes past one, from the start
+    # otherwise (1, 2 or 4 bytes past), the values before and after
+    # in place; the destination 32 bytes past a line leaves its first and
+    # last columns to the ordinary path.  Guard bytes after the destination,
+    # against numpy.
+    itemsize = np.dtype(dtype).itemsize
+    rows, pitch = 192, pitch_bytes // itemsize
+    src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [pitch, 1])
+    dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, 256])
+    plan = _engine.Plan([rows, cols], [pitch, 1], [1, 256], src_desc.element_bits).describe()
+    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
+    nbytes = src_desc.total_tensor_size_in_bytes
+    raw = _random_buffer(nbytes + 128, cols + src_skew)
+    start = (-raw.ctypes.data) % 64 + src_skew
+    src = raw[start:start + nbytes]
+    assert src.ctypes.data % 64 == src_skew
+    size = dst_desc.total_tensor_size_in_bytes + dst_skew + 64
+    draw = _random_buffer(size + 64, rows)
+    dstart = (-draw.ctypes.data) % 64
+    dst = draw[dstart:dstart + size]
+    before = dst.tobytes()
+    expect = _expected_copy(src, src_desc, before, dst_desc, dst_skew)
+    ds.copy_tensor(src, src_desc, dst[dst_skew:], dst_desc, check_alignment=False)
+    assert dst.tobytes() == expect
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("bands", [1, 3, 5])
 @pytest.mark.parametrize("cols", [16, 37, 70])
