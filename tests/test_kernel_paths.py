@@ -646,6 +646,35 @@ def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     _check_scatter(planes, desc, _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels))
 
 
+@pytest.mark.parametrize("dtype,channels,pad", [
+    (d, c, pad) for d in ("uint8", "int8", "uint16", "float16") for c in (5, 6, 7, 8) for pad in (0, 1, 3)
+    if (c + pad) * np.dtype(d).itemsize <= (8 if d in ("uint8", "int8") else 14)])
+@pytest.mark.parametrize("pixels", [16, 17, 31, 64, 333, 1000, 4099])
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+@pytest.mark.parametrize("level", [1, 2, 3], ids=["sse2", "ssse3", "avx2"])
+def test_few_channels_to_planes_and_back_by_word_transposes(dtype, channels, pixels, pad, stream, level, threads):
+    # 5-8 one-byte and 5-7 two-byte channels per pixel to planes (gather) and
+    # planes to pixels (scatter): 16 or 8 pixels at a time through a
+    # transpose of 16-bit words (the two-byte ones and the scatters'
+    # pixels back to back), the pixels left past the last whole step one by
+    # one.  The scatter's steps each write 16 bytes of which the next step
+    # overwrites the last few: guard bytes after the destination must stay
+    # as they were.  Pixels padded by pad values for the gather, up to 8
+    # bytes a one-byte pixel (two share a 16-byte read) and 14 a two-byte
+    # one.  Streamed or not, every instruction set level, against numpy.
+    sizes = [2, channels, 1, pixels]
+    pitch = channels + pad
+    src_desc = ds.BufferTensorDesc(dtype, sizes, [pixels * pitch, 1, pixels * pitch, pitch])
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_stream_threshold(0 if stream else 1 << 62))
+        stack.enter_context(_isa_level(level))
+        buf = _random_buffer(src_desc.total_tensor_size_in_bytes, pixels + channels)
+        assert ds.gather(buf, src_desc).tobytes() == _numpy_gather(buf, src_desc).tobytes()
+        nhwc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+        planes = _numpy_gather(_random_buffer(nhwc.total_tensor_size_in_bytes, pixels), ds.BufferTensorDesc(dtype, sizes))
+        _check_scatter(planes, nhwc, bytearray(_random_buffer(nhwc.total_tensor_size_in_bytes + 48, 5).tobytes()))
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes", [(3, 5, 7, 9, 11, 6), (2, 13, 4, 19, 23, 7), (5, 3, 2, 3, 40, 2)], ids=str)
 def test_short_planes_interleaved_task_by_task(dtype, sizes, threads):

@@ -137,6 +137,8 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
     int64_t done = 0;
     if (kn == 3 && W == 4) done = dmls_isa.int3_32(s, s + kss, s + 2 * kss, d, n);
     if (kn == 3 && W == 1) done = dmls_isa.int3_u8(s, s + kss, s + 2 * kss, d, n);
+    if (kn >= 5 && W == 1) done = dmls_isa.int_k_u8(s, kss, d, (int)kn, n);
+    if (kn >= 5 && W == 2) done = dmls_isa.int_k_16(s, kss, d, (int)kn, n);
     s += done * W;
     d += kn * done * W;
     n -= done;

@@ -1,4 +1,5 @@
-/* SSE2 shuffles for 3 interleaved channels of 32-bit values. */
+/* SSE2 shuffles for 3 interleaved channels of 32-bit values and 5-7 of
+   16-bit ones. */
 #include "isa.h"
 
 #if DMLSTRIDE_HAVE_SIMD
@@ -40,8 +41,72 @@ static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char
     return i;
 }
 
+/* K = 5-7 two-byte channels <-> K planes, 8 pixels a step: a 16-byte load
+   from each pixel holds its channels as words 0 .. K - 1 (and the next
+   pixel's first ones past them), and an 8 x 8 transpose of words (three
+   unpack stages) leaves channel c of the 8 pixels in register c.  The
+   inverse transposes 16 bytes of each plane into a register a pixel and
+   stores each one 2K bytes after the last (its last 16 - 2K bytes are the
+   next one's first).  24 unpacks for 8 pixels, where element by element
+   took a load and a store per value. */
+#define DMLS_WORDS8x8_SSE2(x, o) do {                                                   \
+    const __m128i a0_ = _mm_unpacklo_epi16(x[0], x[1]), a1_ = _mm_unpackhi_epi16(x[0], x[1]); \
+    const __m128i a2_ = _mm_unpacklo_epi16(x[2], x[3]), a3_ = _mm_unpackhi_epi16(x[2], x[3]); \
+    const __m128i a4_ = _mm_unpacklo_epi16(x[4], x[5]), a5_ = _mm_unpackhi_epi16(x[4], x[5]); \
+    const __m128i a6_ = _mm_unpacklo_epi16(x[6], x[7]), a7_ = _mm_unpackhi_epi16(x[6], x[7]); \
+    const __m128i b0_ = _mm_unpacklo_epi32(a0_, a2_), b1_ = _mm_unpackhi_epi32(a0_, a2_);      \
+    const __m128i b2_ = _mm_unpacklo_epi32(a1_, a3_), b3_ = _mm_unpackhi_epi32(a1_, a3_);      \
+    const __m128i b4_ = _mm_unpacklo_epi32(a4_, a6_), b5_ = _mm_unpackhi_epi32(a4_, a6_);      \
+    const __m128i b6_ = _mm_unpacklo_epi32(a5_, a7_), b7_ = _mm_unpackhi_epi32(a5_, a7_);      \
+    o[0] = _mm_unpacklo_epi64(b0_, b4_); o[1] = _mm_unpackhi_epi64(b0_, b4_);                \
+    o[2] = _mm_unpacklo_epi64(b1_, b5_); o[3] = _mm_unpackhi_epi64(b1_, b5_);                \
+    o[4] = _mm_unpacklo_epi64(b2_, b6_); o[5] = _mm_unpackhi_epi64(b2_, b6_);                \
+    o[6] = _mm_unpacklo_epi64(b3_, b7_); o[7] = _mm_unpackhi_epi64(b3_, b7_);                \
+} while (0)
+
+static inline void dmls_deint16_step(const char *s, int64_t sj, char *d, int64_t dk, const int K) {
+    __m128i x[8], o[8];
+    int i;
+    for (i = 0; i < 8; i++) x[i] = _mm_loadu_si128((const __m128i *)(s + i * sj));
+    DMLS_WORDS8x8_SSE2(x, o);
+    for (i = 0; i < K; i++) _mm_storeu_si128((__m128i *)(d + i * dk), o[i]);
+}
+
+static int64_t dmls_deint_k_16(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
+    int64_t i = 0;
+    if (K < 5 || K > 7 || sj < 2 * K) return 0;
+    switch (K) {
+    case 5: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 5); break;
+    case 6: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 6); break;
+    default: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 7); break;
+    }
+    return i;
+}
+
+static inline void dmls_int16_step(const char *s, int64_t kss, char *d, const int K) {
+    __m128i x[8], o[8];
+    int i;
+    for (i = 0; i < 8; i++) x[i] = i < K ? _mm_loadu_si128((const __m128i *)(s + i * kss)) : _mm_setzero_si128();
+    DMLS_WORDS8x8_SSE2(x, o);
+    for (i = 0; i < 8; i++) _mm_storeu_si128((__m128i *)(d + 2 * i * K), o[i]);
+}
+
+static int64_t dmls_int_k_16(const char *s, int64_t kss, char *d, int K, int64_t n) {
+    int64_t i = 0;
+    if (K < 5 || K > 7) return 0;
+    /* a step writes d + [2iK, 2(i + 7)K + 16), within the 2nK bytes */
+    switch (K) {
+    case 5: for (; (i + 7) * 10 + 16 <= n * 10; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 10, 5); break;
+    case 6: for (; (i + 7) * 12 + 16 <= n * 12; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 12, 6); break;
+    default: for (; (i + 7) * 14 + 16 <= n * 14; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 14, 7); break;
+    }
+    return i;
+}
+
 void dmls_interleave_sse2(dmls_isa_t *t) {
     t->deint3_32 = dmls_deint3_32;
     t->int3_32 = dmls_int3_32;
+    t->deint_k_16 = dmls_deint_k_16;
+    t->int_k_16 = dmls_int_k_16;
 }
 #endif

@@ -1,4 +1,4 @@
-/* SSSE3 (pshufb) de-interleave and interleave of 3 byte channels, compiled
+/* SSSE3 (pshufb) de-interleave and interleave of 3 and 5-8 byte channels, compiled
    with a function attribute and chosen at run time: the wheel's baseline
    stays SSE2. */
 #include "isa.h"
@@ -63,9 +63,104 @@ static int64_t dmls_int3_u8_ssse3(const char *s0, const char *s1, const char *s2
     return i;
 }
 
+/* K = 5-8 one-byte channels <-> K planes, 16 pixels a step.  Pixels 2i and
+   2i + 1 of a step are one 16-byte load, shuffled (pshufb) into 16-bit
+   words, word c = (channel c of pixel 2i, of pixel 2i + 1); the eight
+   loads are then an 8 x 8 transpose of words (three unpack stages), after
+   which register c holds channel c of the 16 pixels.  8 shuffles and 24
+   unpacks for 16 pixels, where the 16 x 16 byte transpose of the wider
+   channel counts (dmls_rows_short) takes 64 unpacks and 16 stores of a
+   tile for the same pixels.  The inverse runs the same network on the
+   planes and packs each result's two pixels into 2K bytes with one more
+   shuffle. */
+#define DMLS_WORDS8x8(x, o) do {                                                        \
+    const __m128i a0_ = _mm_unpacklo_epi16(x[0], x[1]), a1_ = _mm_unpackhi_epi16(x[0], x[1]); \
+    const __m128i a2_ = _mm_unpacklo_epi16(x[2], x[3]), a3_ = _mm_unpackhi_epi16(x[2], x[3]); \
+    const __m128i a4_ = _mm_unpacklo_epi16(x[4], x[5]), a5_ = _mm_unpackhi_epi16(x[4], x[5]); \
+    const __m128i a6_ = _mm_unpacklo_epi16(x[6], x[7]), a7_ = _mm_unpackhi_epi16(x[6], x[7]); \
+    const __m128i b0_ = _mm_unpacklo_epi32(a0_, a2_), b1_ = _mm_unpackhi_epi32(a0_, a2_);      \
+    const __m128i b2_ = _mm_unpacklo_epi32(a1_, a3_), b3_ = _mm_unpackhi_epi32(a1_, a3_);      \
+    const __m128i b4_ = _mm_unpacklo_epi32(a4_, a6_), b5_ = _mm_unpackhi_epi32(a4_, a6_);      \
+    const __m128i b6_ = _mm_unpacklo_epi32(a5_, a7_), b7_ = _mm_unpackhi_epi32(a5_, a7_);      \
+    o[0] = _mm_unpacklo_epi64(b0_, b4_); o[1] = _mm_unpackhi_epi64(b0_, b4_);                \
+    o[2] = _mm_unpacklo_epi64(b1_, b5_); o[3] = _mm_unpackhi_epi64(b1_, b5_);                \
+    o[4] = _mm_unpacklo_epi64(b2_, b6_); o[5] = _mm_unpackhi_epi64(b2_, b6_);                \
+    o[6] = _mm_unpacklo_epi64(b3_, b7_); o[7] = _mm_unpackhi_epi64(b3_, b7_);                \
+} while (0)
+
+/* The shuffle of a pixel pair into words (deint) and its inverse (pack):
+   byte 2c from byte c, 2c + 1 from byte sj + c, for channels c < K. */
+static void dmls_pair_masks(int K, int64_t sj, __m128i *deint, __m128i *pack) {
+    char a[16], b[16];
+    int c;
+    for (c = 0; c < 16; c++) a[c] = b[c] = (char)0x80;
+    for (c = 0; c < K; c++) {
+        a[2 * c] = (char)c;
+        a[2 * c + 1] = (char)(sj + c);
+        b[c] = (char)(2 * c);
+        b[K + c] = (char)(2 * c + 1);
+    }
+    *deint = _mm_loadu_si128((const __m128i *)a);
+    *pack = _mm_loadu_si128((const __m128i *)b);
+}
+
+__attribute__((target("ssse3")))
+static inline void dmls_deint_step(const char *s, int64_t sj, char *d, int64_t dk, const int K, __m128i m) {
+    __m128i x[8], o[8];
+    int i;
+    for (i = 0; i < 8; i++) x[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(s + 2 * i * sj)), m);
+    DMLS_WORDS8x8(x, o);
+    for (i = 0; i < K; i++) _mm_storeu_si128((__m128i *)(d + i * dk), o[i]);
+}
+
+__attribute__((target("ssse3")))
+static int64_t dmls_deint_k_u8_ssse3(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
+    __m128i m, unused;
+    int64_t i = 0;
+    if (K < 5 || K > 8 || sj < K || sj > 8) return 0;
+    dmls_pair_masks(K, sj, &m, &unused);
+    /* each step reads pixels i .. i + 14 (16 bytes from each even one) */
+    switch (K) {
+    case 5: for (; i + 16 <= n; i += 16) dmls_deint_step(s + i * sj, sj, d + i, dk, 5, m); break;
+    case 6: for (; i + 16 <= n; i += 16) dmls_deint_step(s + i * sj, sj, d + i, dk, 6, m); break;
+    case 7: for (; i + 16 <= n; i += 16) dmls_deint_step(s + i * sj, sj, d + i, dk, 7, m); break;
+    default: for (; i + 16 <= n; i += 16) dmls_deint_step(s + i * sj, sj, d + i, dk, 8, m); break;
+    }
+    return i;
+}
+
+__attribute__((target("ssse3")))
+static inline void dmls_int_step(const char *s, int64_t kss, char *d, const int K, __m128i m) {
+    __m128i x[8], o[8];
+    int i;
+    for (i = 0; i < 8; i++) x[i] = i < K ? _mm_loadu_si128((const __m128i *)(s + i * kss)) : _mm_setzero_si128();
+    DMLS_WORDS8x8(x, o);
+    /* ascending: each store's last 16 - 2K bytes are the next one's first */
+    for (i = 0; i < 8; i++) _mm_storeu_si128((__m128i *)(d + 2 * i * K), _mm_shuffle_epi8(o[i], m));
+}
+
+__attribute__((target("ssse3")))
+static int64_t dmls_int_k_u8_ssse3(const char *s, int64_t kss, char *d, int K, int64_t n) {
+    __m128i unused, m;
+    int64_t i = 0;
+    if (K < 5 || K > 8) return 0;
+    dmls_pair_masks(K, K, &unused, &m);
+    /* a step writes d + [i K, (i + 14) K + 16): within n K bytes while
+       (i + 14) K + 16 <= n K */
+    switch (K) {
+    case 5: for (; (i + 14) * 5 + 16 <= n * 5; i += 16) dmls_int_step(s + i, kss, d + i * 5, 5, m); break;
+    case 6: for (; (i + 14) * 6 + 16 <= n * 6; i += 16) dmls_int_step(s + i, kss, d + i * 6, 6, m); break;
+    case 7: for (; (i + 14) * 7 + 16 <= n * 7; i += 16) dmls_int_step(s + i, kss, d + i * 7, 7, m); break;
+    default: for (; i + 16 <= n; i += 16) dmls_int_step(s + i, kss, d + i * 8, 8, m); break;
+    }
+    return i;
+}
+
 void dmls_isa_ssse3(dmls_isa_t *t) {
     t->level = DMLS_ISA_SSSE3;
     t->deint3_u8 = dmls_deint3_u8_ssse3;
     t->int3_u8 = dmls_int3_u8_ssse3;
+    t->deint_k_u8 = dmls_deint_k_u8_ssse3;
+    t->int_k_u8 = dmls_int_k_u8_ssse3;
 }
 #endif

@@ -49,6 +49,14 @@ static int64_t int3_none(const char *s0, const char *s1, const char *s2, char *d
     (void)s0; (void)s1; (void)s2; (void)d; (void)n;
     return 0;
 }
+static int64_t deint_k_none(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
+    (void)s; (void)sj; (void)d; (void)dk; (void)K; (void)n;
+    return 0;
+}
+static int64_t int_k_none(const char *s, int64_t kss, char *d, int K, int64_t n) {
+    (void)s; (void)kss; (void)d; (void)K; (void)n;
+    return 0;
+}
 static int64_t nibbles_none(const unsigned char *a, unsigned char *b, int64_t nbytes) {
     (void)a; (void)b; (void)nbytes;
     return 0;
@@ -97,13 +105,18 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->tile_jpairs = tile_wide_none;
     t->nt_shifted = nt_shifted_none;
     t->narrow = narrow_none;
+    t->deint_k_u8 = deint_k_none;
+    t->int_k_u8 = int_k_none;
+    t->deint_k_16 = deint_k_none;
+    t->int_k_16 = int_k_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
-                       tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none};
+                       tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
+                       int_k_none, deint_k_none, int_k_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

@@ -132,6 +132,19 @@ typedef struct {
        values copied out of it.  Covers all rows (*kdone = kn) or none. */
     void (*narrow)(int W, const char *s, int64_t sj, char *d, int64_t dk,
                    int64_t kn, int64_t jn, int64_t *kdone);
+    /* K = 5-8 one-byte channels of n pixels sj bytes apart (K <= sj <= 8)
+       into K rows dk apart (row c at d + c * dk, pixel j at + j); reads
+       s + [0, (n - 1) * sj + 16) at most.  Returns the pixels done (a
+       multiple of 16; 0 without a variant). */
+    int64_t (*deint_k_u8)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
+    /* The inverse for K = 5-8: K rows kss apart (row c at s + c * kss) into
+       n pixels of K bytes back to back at d, writing d + [0, n * K) only.
+       Returns the pixels done (0 without a variant). */
+    int64_t (*int_k_u8)(const char *s, int64_t kss, char *d, int K, int64_t n);
+    /* The same for K = 5-7 two-byte channels (pixels sj >= 2K bytes apart,
+       reads s + [0, (n - 1) * sj + 16) at most; multiples of 8 pixels). */
+    int64_t (*deint_k_16)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
+    int64_t (*int_k_16)(const char *s, int64_t kss, char *d, int K, int64_t n);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

@@ -908,10 +908,18 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
        j * sj + 16 <= (jn - 1) * sj + kn * W. */
     last = jn - 1 - (16 - kn * W + sj - 1) / sj;
     jf = last >= N - 1 ? (last + 1) / N * N : 0;
+    if (!stream && ((W == 1 && kn <= 8 && sj <= 8) || W == 2)) {
+        /* 5-8 one-byte channels, 5-7 two-byte ones, straight into the
+           destination rows */
+        *jdone = (W == 1 ? dmls_isa.deint_k_u8 : dmls_isa.deint_k_16)(s, sj, d, dk, (int)kn, jf);
+        if (*jdone > 0) return;
+    }
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
         j = 0;
-        if (dmls_isa.level >= DMLS_ISA_AVX2 && (flags & DMLS_TRANSPOSE_CACHED)) {
+        if ((W == 1 && kn <= 8 && sj <= 8) || W == 2)
+            j = (W == 1 ? dmls_isa.deint_k_u8 : dmls_isa.deint_k_16)(s + j0 * sj, sj, tile, TJ * W, (int)kn, nj);
+        if (j == 0 && dmls_isa.level >= DMLS_ISA_AVX2 && (flags & DMLS_TRANSPOSE_CACHED)) {
             /* From cache (a copy of under DMLS_CACHED_TRANSPOSE_BYTES that
                does not stream), AVX2 pairs of micro-blocks side by side in j
                (half the shuffles a byte): in one process, alternating (2
