@@ -647,17 +647,18 @@ def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
 
 
 @pytest.mark.parametrize("dtype,channels,pad", [
-    (d, c, pad) for d in ("uint8", "int8", "uint16", "float16") for c in (5, 6, 7, 8) for pad in (0, 1, 3)
-    if (c + pad) * np.dtype(d).itemsize <= (8 if d in ("uint8", "int8") else 14)])
+    (d, c, pad) for d in ("uint8", "int8", "uint16", "float16") for c in (3, 4, 5, 6, 7, 8) for pad in (0, 1, 3)
+    if (c + pad) * np.dtype(d).itemsize <= (8 if d in ("uint8", "int8") else 14)
+    and (c >= 5 or np.dtype(d).itemsize == 2)])
 @pytest.mark.parametrize("pixels", [16, 17, 31, 64, 333, 1000, 4099])
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
 @pytest.mark.parametrize("level", [1, 2, 3], ids=["sse2", "ssse3", "avx2"])
 def test_few_channels_to_planes_and_back_by_word_transposes(dtype, channels, pixels, pad, stream, level, threads):
-    # 5-8 one-byte and 5-7 two-byte channels per pixel to planes (gather) and
-    # planes to pixels (scatter): 16 or 8 pixels at a time through a
-    # transpose of 16-bit words (the two-byte ones and the scatters'
-    # pixels back to back), the pixels left past the last whole step one by
-    # one.  The scatter's steps each write 16 bytes of which the next step
+    # 5-8 one-byte and 3-7 two-byte channels per pixel to planes (gather) and
+    # planes to pixels (scatter; not 4 two-byte ones): 16 or 8 pixels at a
+    # time through a transpose of 16-bit words (for the two-byte ones, and
+    # for the scatters, pixels back to back), the pixels left past the last
+    # whole step one by one.  The scatter's steps each write 16 bytes of which the next step
     # overwrites the last few: guard bytes after the destination must stay
     # as they were.  Pixels padded by pad values for the gather, up to 8
     # bytes a one-byte pixel (two share a 16-byte read) and 14 a two-byte

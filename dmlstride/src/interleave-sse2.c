@@ -1,4 +1,4 @@
-/* SSE2 shuffles for 3 interleaved channels of 32-bit values and 5-7 of
+/* SSE2 shuffles for 3 interleaved channels of 32-bit values and 3-7 of
    16-bit ones. */
 #include "isa.h"
 
@@ -41,7 +41,7 @@ static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char
     return i;
 }
 
-/* K = 5-7 two-byte channels <-> K planes, 8 pixels a step: a 16-byte load
+/* K = 3-7 two-byte channels <-> K planes, 8 pixels a step: a 16-byte load
    from each pixel holds its channels as words 0 .. K - 1 (and the next
    pixel's first ones past them), and an 8 x 8 transpose of words (three
    unpack stages) leaves channel c of the 8 pixels in register c.  The
@@ -74,8 +74,10 @@ static inline void dmls_deint16_step(const char *s, int64_t sj, char *d, int64_t
 
 static int64_t dmls_deint_k_16(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
     int64_t i = 0;
-    if (K < 5 || K > 7 || sj < 2 * K) return 0;
+    if (K < 3 || K > 7 || sj < 2 * K) return 0;
     switch (K) {
+    case 3: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 3); break;
+    case 4: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 4); break;
     case 5: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 5); break;
     case 6: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 6); break;
     default: for (; i + 8 <= n; i += 8) dmls_deint16_step(s + i * sj, sj, d + 2 * i, dk, 7); break;
@@ -93,9 +95,11 @@ static inline void dmls_int16_step(const char *s, int64_t kss, char *d, const in
 
 static int64_t dmls_int_k_16(const char *s, int64_t kss, char *d, int K, int64_t n) {
     int64_t i = 0;
-    if (K < 5 || K > 7) return 0;
+    if (K < 3 || K > 7) return 0;
     /* a step writes d + [2iK, 2(i + 7)K + 16), within the 2nK bytes */
     switch (K) {
+    case 3: for (; (i + 7) * 6 + 16 <= n * 6; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 6, 3); break;
+    case 4: for (; (i + 7) * 8 + 16 <= n * 8; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 8, 4); break;
     case 5: for (; (i + 7) * 10 + 16 <= n * 10; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 10, 5); break;
     case 6: for (; (i + 7) * 12 + 16 <= n * 12; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 12, 6); break;
     default: for (; (i + 7) * 14 + 16 <= n * 14; i += 8) dmls_int16_step(s + 2 * i, kss, d + i * 14, 7); break;

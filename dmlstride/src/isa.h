@@ -141,7 +141,7 @@ typedef struct {
        n pixels of K bytes back to back at d, writing d + [0, n * K) only.
        Returns the pixels done (0 without a variant). */
     int64_t (*int_k_u8)(const char *s, int64_t kss, char *d, int K, int64_t n);
-    /* The same for K = 5-7 two-byte channels (pixels sj >= 2K bytes apart,
+    /* The same for K = 3-7 two-byte channels (pixels sj >= 2K bytes apart,
        reads s + [0, (n - 1) * sj + 16) at most; multiples of 8 pixels). */
     int64_t (*deint_k_16)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
     int64_t (*int_k_16)(const char *s, int64_t kss, char *d, int K, int64_t n);
