@@ -28,6 +28,7 @@ static inline AVX2 void NAME(const char *const *sr, int64_t ko, char *const *dr,
     BLOCK(SRC, DST);                                                                   \
 }
 DMLS_PTR_BLOCK(pair1, DMLS_PAIR1)
+DMLS_PTR_BLOCK(pair1_in_order, DMLS_PAIR1_IN_ORDER)
 DMLS_PTR_BLOCK(pair2, DMLS_PAIR2)
 DMLS_PTR_BLOCK(wide4, DMLS_WIDE4)
 DMLS_PTR_BLOCK(wide8, DMLS_WIDE8)
@@ -65,11 +66,23 @@ static AVX2 int64_t block_pairs_avx2(int W, const char *const *sr, char *const *
     }
 }
 
+/* One group of 16 one-byte rows (sr[0..15]) by the pairs of micro-blocks
+   in rows k < nk - nk % 32, every destination row stored after the one
+   before (dmls_contig_ragged's rows of 9-15 bytes).  Returns the rows of k
+   done. */
+static AVX2 int64_t pairs_in_order_avx2(const char *const *sr, char *const *dr, int64_t nk) {
+    const int64_t kp = nk - nk % 32;
+    int64_t k;
+    for (k = 0; k < kp; k += 32) pair1_in_order(sr, k, dr + k, 0);
+    return kp;
+}
+
 void dmls_transpose_avx2(dmls_isa_t *t);
 
 void dmls_isa_avx2(dmls_isa_t *t) {
     t->level = DMLS_ISA_AVX2;
     t->block_pairs = block_pairs_avx2;
+    t->pairs_in_order = pairs_in_order_avx2;
     dmls_transpose_avx2(t);
 }
 #endif

@@ -53,6 +53,10 @@ static int64_t deint_k_none(const char *s, int64_t sj, char *d, int64_t dk, int 
     (void)s; (void)sj; (void)d; (void)dk; (void)K; (void)n;
     return 0;
 }
+static int64_t pairs_in_order_none(const char *const *sr, char *const *dr, int64_t nk) {
+    (void)sr; (void)dr; (void)nk;
+    return 0;
+}
 static int64_t int_k_none(const char *s, int64_t kss, char *d, int K, int64_t n) {
     (void)s; (void)kss; (void)d; (void)K; (void)n;
     return 0;
@@ -109,6 +113,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->int_k_u8 = int_k_none;
     t->deint_k_16 = deint_k_none;
     t->int_k_16 = int_k_none;
+    t->pairs_in_order = pairs_in_order_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
@@ -116,7 +121,7 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
-                       int_k_none, deint_k_none, int_k_none};
+                       int_k_none, deint_k_none, int_k_none, pairs_in_order_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

@@ -145,6 +145,10 @@ typedef struct {
        reads s + [0, (n - 1) * sj + 16) at most; multiples of 8 pixels). */
     int64_t (*deint_k_16)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
     int64_t (*int_k_16)(const char *s, int64_t kss, char *d, int K, int64_t n);
+    /* block_pairs for one group of 16 one-byte rows (nj = 16), storing the
+       destination rows in order k = 0, 1, ... (each store may spill into
+       the next row); returns the rows of k done (0 without a variant). */
+    int64_t (*pairs_in_order)(const char *const *sr, char *const *dr, int64_t nk);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

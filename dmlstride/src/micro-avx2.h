@@ -63,6 +63,20 @@
     }                                                                                  \
 } while (0)
 #define DMLS_PAIR1(SRC, DST) DMLS_PAIR_OF(SRC, DST, 16, DMLS_STAGES1, x)
+/* A pair of 1-byte micro-blocks whose destination rows are stored in order,
+   k to k + 31, for rows closer together than a store (each one's store
+   spills into the next row, which is stored after it). */
+#define DMLS_PAIR1_IN_ORDER(SRC, DST) do {                                             \
+    __m256i x[16], y[16];                                                              \
+    int i_;                                                                            \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < 16; i_++)                               \
+        x[i_] = _mm256_loadu_si256((const __m256i *)(SRC(i_)));                        \
+    DMLS_STAGES1;                                                                      \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < 16; i_++)                               \
+        _mm_storeu_si128((__m128i *)(DST(i_)), _mm256_castsi256_si128(x[i_]));         \
+    _Pragma("GCC unroll 16") for (i_ = 0; i_ < 16; i_++)                               \
+        _mm_storeu_si128((__m128i *)(DST(16 + i_)), _mm256_extracti128_si256(x[i_], 1)); \
+} while (0)
 #define DMLS_PAIR2(SRC, DST) DMLS_PAIR_OF(SRC, DST, 8, DMLS_STAGES2, y)
 
 /* 2N source rows of 16 bytes to N destination rows of 32: the same stages
