@@ -42,6 +42,15 @@ def _random_buffer(nbytes, seed):
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 
 
+def _at_line_offset(nbytes, skew, seed):
+    # nbytes of random bytes starting skew bytes past a 64-byte line.
+    raw = _random_buffer(nbytes + 128, seed)
+    start = (-raw.ctypes.data) % 64 + skew
+    out = raw[start:start + nbytes]
+    assert out.ctypes.data % 64 == skew
+    return out
+
+
 def _numpy_gather(buf, desc):
     dt = ds.numpy_dtype(desc.data_type)
     strides = [s * dt.itemsize for s in desc.effective_strides]
@@ -1110,11 +1119,7 @@ def test_streaming_transpose_at_every_source_line_offset(dtype, src_skew, cols, 
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, dst_pitch])
     plan = _engine.Plan([rows, cols], [pitch, 1], [1, dst_pitch], src_desc.element_bits)
     assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
-    nbytes = src_desc.total_tensor_size_in_bytes
-    raw = _random_buffer(nbytes + 128, cols + src_skew)
-    start = (-raw.ctypes.data) % 64 + src_skew
-    src = raw[start:start + nbytes]
-    assert src.ctypes.data % 64 == src_skew
+    src = _at_line_offset(src_desc.total_tensor_size_in_bytes, src_skew, cols + src_skew)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, rows).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, 0)
     ds.copy_tensor(src, src_desc, dst, dst_desc, check_alignment=False)
@@ -1143,15 +1148,8 @@ def test_streaming_transposes_read_rows_1_kib_apart_a_line_at_a_time(dtype, src_
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, 256])
     plan = _engine.Plan([rows, cols], [pitch, 1], [1, 256], src_desc.element_bits).describe()
     assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
-    nbytes = src_desc.total_tensor_size_in_bytes
-    raw = _random_buffer(nbytes + 128, cols + src_skew)
-    start = (-raw.ctypes.data) % 64 + src_skew
-    src = raw[start:start + nbytes]
-    assert src.ctypes.data % 64 == src_skew
-    size = dst_desc.total_tensor_size_in_bytes + dst_skew + 64
-    draw = _random_buffer(size + 64, rows)
-    dstart = (-draw.ctypes.data) % 64
-    dst = draw[dstart:dstart + size]
+    src = _at_line_offset(src_desc.total_tensor_size_in_bytes, src_skew, cols + src_skew)
+    dst = _at_line_offset(dst_desc.total_tensor_size_in_bytes + dst_skew + 64, 0, rows)
     before = dst.tobytes()
     expect = _expected_copy(src, src_desc, before, dst_desc, dst_skew)
     ds.copy_tensor(src, src_desc, dst[dst_skew:], dst_desc, check_alignment=False)
@@ -1190,10 +1188,7 @@ def test_streaming_transpose_in_bands_of_one_destination_line(dtype, bands, cols
     plan = _engine.Plan([rows, cols], [spitch, 1], [1, dpitch], src_desc.element_bits)
     assert plan.describe()["mode"] == "tile" and plan.describe()["stream"]
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, rows * cols + spitch)
-    nbytes = dst_desc.total_tensor_size_in_bytes + skew + 64
-    raw = _random_buffer(nbytes + 64, dpitch)
-    start = (-raw.ctypes.data) % 64
-    dst = raw[start:start + nbytes]
+    dst = _at_line_offset(dst_desc.total_tensor_size_in_bytes + skew + 64, 0, dpitch)
     before = dst.tobytes()
     expect = _expected_copy(src, src_desc, before, dst_desc, skew)
     ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=skew, check_alignment=False)

@@ -5,6 +5,8 @@
 #if DMLSTRIDE_HAVE_SIMD
 #include <emmintrin.h>
 
+#include "micro-sse2.h"   /* DMLS_WORDS8x8 */
+
 /* 3-channel 32-bit de-interleave (RGB float32 -> planes), SSE2 shuffles:
    four pixels (three vectors) per step.  Returns the pixels done. */
 static int64_t dmls_deint3_32(const char *s, char *d0, char *d1, char *d2, int64_t n) {
@@ -49,26 +51,12 @@ static int64_t dmls_int3_32(const char *s0, const char *s1, const char *s2, char
    stores each one 2K bytes after the last (its last 16 - 2K bytes are the
    next one's first).  24 unpacks for 8 pixels, where element by element
    took a load and a store per value. */
-#define DMLS_WORDS8x8_SSE2(x, o) do {                                                   \
-    const __m128i a0_ = _mm_unpacklo_epi16(x[0], x[1]), a1_ = _mm_unpackhi_epi16(x[0], x[1]); \
-    const __m128i a2_ = _mm_unpacklo_epi16(x[2], x[3]), a3_ = _mm_unpackhi_epi16(x[2], x[3]); \
-    const __m128i a4_ = _mm_unpacklo_epi16(x[4], x[5]), a5_ = _mm_unpackhi_epi16(x[4], x[5]); \
-    const __m128i a6_ = _mm_unpacklo_epi16(x[6], x[7]), a7_ = _mm_unpackhi_epi16(x[6], x[7]); \
-    const __m128i b0_ = _mm_unpacklo_epi32(a0_, a2_), b1_ = _mm_unpackhi_epi32(a0_, a2_);      \
-    const __m128i b2_ = _mm_unpacklo_epi32(a1_, a3_), b3_ = _mm_unpackhi_epi32(a1_, a3_);      \
-    const __m128i b4_ = _mm_unpacklo_epi32(a4_, a6_), b5_ = _mm_unpackhi_epi32(a4_, a6_);      \
-    const __m128i b6_ = _mm_unpacklo_epi32(a5_, a7_), b7_ = _mm_unpackhi_epi32(a5_, a7_);      \
-    o[0] = _mm_unpacklo_epi64(b0_, b4_); o[1] = _mm_unpackhi_epi64(b0_, b4_);                \
-    o[2] = _mm_unpacklo_epi64(b1_, b5_); o[3] = _mm_unpackhi_epi64(b1_, b5_);                \
-    o[4] = _mm_unpacklo_epi64(b2_, b6_); o[5] = _mm_unpackhi_epi64(b2_, b6_);                \
-    o[6] = _mm_unpacklo_epi64(b3_, b7_); o[7] = _mm_unpackhi_epi64(b3_, b7_);                \
-} while (0)
 
 static inline void dmls_deint16_step(const char *s, int64_t sj, char *d, int64_t dk, const int K) {
     __m128i x[8], o[8];
     int i;
     for (i = 0; i < 8; i++) x[i] = _mm_loadu_si128((const __m128i *)(s + i * sj));
-    DMLS_WORDS8x8_SSE2(x, o);
+    DMLS_WORDS8x8(x, o);
     for (i = 0; i < K; i++) _mm_storeu_si128((__m128i *)(d + i * dk), o[i]);
 }
 
@@ -89,7 +77,7 @@ static inline void dmls_int16_step(const char *s, int64_t kss, char *d, const in
     __m128i x[8], o[8];
     int i;
     for (i = 0; i < 8; i++) x[i] = i < K ? _mm_loadu_si128((const __m128i *)(s + i * kss)) : _mm_setzero_si128();
-    DMLS_WORDS8x8_SSE2(x, o);
+    DMLS_WORDS8x8(x, o);
     for (i = 0; i < 8; i++) _mm_storeu_si128((__m128i *)(d + 2 * i * K), o[i]);
 }
 

@@ -6,6 +6,8 @@
 #if DMLSTRIDE_HAVE_SSSE3
 #include <tmmintrin.h>
 
+#include "micro-sse2.h"   /* DMLS_WORDS8x8 */
+
 /* 3-channel byte de-interleave (RGB -> planes).  Returns the number of
    pixels done (a multiple of 16); the caller finishes the rest. */
 __attribute__((target("ssse3")))
@@ -73,20 +75,6 @@ static int64_t dmls_int3_u8_ssse3(const char *s0, const char *s1, const char *s2
    tile for the same pixels.  The inverse runs the same network on the
    planes and packs each result's two pixels into 2K bytes with one more
    shuffle. */
-#define DMLS_WORDS8x8(x, o) do {                                                        \
-    const __m128i a0_ = _mm_unpacklo_epi16(x[0], x[1]), a1_ = _mm_unpackhi_epi16(x[0], x[1]); \
-    const __m128i a2_ = _mm_unpacklo_epi16(x[2], x[3]), a3_ = _mm_unpackhi_epi16(x[2], x[3]); \
-    const __m128i a4_ = _mm_unpacklo_epi16(x[4], x[5]), a5_ = _mm_unpackhi_epi16(x[4], x[5]); \
-    const __m128i a6_ = _mm_unpacklo_epi16(x[6], x[7]), a7_ = _mm_unpackhi_epi16(x[6], x[7]); \
-    const __m128i b0_ = _mm_unpacklo_epi32(a0_, a2_), b1_ = _mm_unpackhi_epi32(a0_, a2_);      \
-    const __m128i b2_ = _mm_unpacklo_epi32(a1_, a3_), b3_ = _mm_unpackhi_epi32(a1_, a3_);      \
-    const __m128i b4_ = _mm_unpacklo_epi32(a4_, a6_), b5_ = _mm_unpackhi_epi32(a4_, a6_);      \
-    const __m128i b6_ = _mm_unpacklo_epi32(a5_, a7_), b7_ = _mm_unpackhi_epi32(a5_, a7_);      \
-    o[0] = _mm_unpacklo_epi64(b0_, b4_); o[1] = _mm_unpackhi_epi64(b0_, b4_);                \
-    o[2] = _mm_unpacklo_epi64(b1_, b5_); o[3] = _mm_unpackhi_epi64(b1_, b5_);                \
-    o[4] = _mm_unpacklo_epi64(b2_, b6_); o[5] = _mm_unpackhi_epi64(b2_, b6_);                \
-    o[6] = _mm_unpacklo_epi64(b3_, b7_); o[7] = _mm_unpackhi_epi64(b3_, b7_);                \
-} while (0)
 
 /* The shuffle of a pixel pair into words (deint) and its inverse (pack):
    byte 2c from byte c, 2c + 1 from byte sj + c, for channels c < K. */

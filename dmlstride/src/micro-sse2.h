@@ -66,6 +66,24 @@ static inline void dmls_micro8(const char *s, int64_t sj, char *d, int64_t dk) {
 }
 
 
+/* An 8 x 8 transpose of 16-bit words: x[0..7] in, o[c] = word c of each
+   x[i] in turn (three unpack stages; 5-8 channel de-interleaves and
+   interleaves, interleave-sse2.c and interleave-ssse3.c). */
+#define DMLS_WORDS8x8(x, o) do {                                                   \
+    const __m128i a0_ = _mm_unpacklo_epi16(x[0], x[1]), a1_ = _mm_unpackhi_epi16(x[0], x[1]); \
+    const __m128i a2_ = _mm_unpacklo_epi16(x[2], x[3]), a3_ = _mm_unpackhi_epi16(x[2], x[3]); \
+    const __m128i a4_ = _mm_unpacklo_epi16(x[4], x[5]), a5_ = _mm_unpackhi_epi16(x[4], x[5]); \
+    const __m128i a6_ = _mm_unpacklo_epi16(x[6], x[7]), a7_ = _mm_unpackhi_epi16(x[6], x[7]); \
+    const __m128i b0_ = _mm_unpacklo_epi32(a0_, a2_), b1_ = _mm_unpackhi_epi32(a0_, a2_);      \
+    const __m128i b2_ = _mm_unpacklo_epi32(a1_, a3_), b3_ = _mm_unpackhi_epi32(a1_, a3_);      \
+    const __m128i b4_ = _mm_unpacklo_epi32(a4_, a6_), b5_ = _mm_unpackhi_epi32(a4_, a6_);      \
+    const __m128i b6_ = _mm_unpacklo_epi32(a5_, a7_), b7_ = _mm_unpackhi_epi32(a5_, a7_);      \
+    o[0] = _mm_unpacklo_epi64(b0_, b4_); o[1] = _mm_unpackhi_epi64(b0_, b4_);                \
+    o[2] = _mm_unpacklo_epi64(b1_, b5_); o[3] = _mm_unpackhi_epi64(b1_, b5_);                \
+    o[4] = _mm_unpacklo_epi64(b2_, b6_); o[5] = _mm_unpackhi_epi64(b2_, b6_);                \
+    o[6] = _mm_unpacklo_epi64(b3_, b7_); o[7] = _mm_unpackhi_epi64(b3_, b7_);                \
+} while (0)
+
 /* One line strip: N k rows by 64 / W j (four micro-blocks side by side),
    each destination row's line written with four streaming stores. */
 #define DMLS_LINE(NAME, N, TCHAIN, RES)                                         \
