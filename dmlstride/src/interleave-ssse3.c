@@ -76,20 +76,23 @@ static int64_t dmls_int3_u8_ssse3(const char *s0, const char *s1, const char *s2
    planes and packs each result's two pixels into 2K bytes with one more
    shuffle. */
 
-/* The shuffle of a pixel pair into words (deint) and its inverse (pack):
-   byte 2c from byte c, 2c + 1 from byte sj + c, for channels c < K. */
-static void dmls_pair_masks(int K, int64_t sj, __m128i *deint, __m128i *pack) {
-    char a[16], b[16];
+/* The shuffle of a pixel pair into words (byte 2c from byte c, 2c + 1
+   from byte sj + c, for channels c < K), or with pack its inverse (byte c
+   from 2c, K + c from 2c + 1, pixels K bytes apart). */
+static __m128i dmls_pair_mask(int K, int64_t sj, int pack) {
+    char m[16];
     int c;
-    for (c = 0; c < 16; c++) a[c] = b[c] = (char)0x80;
+    for (c = 0; c < 16; c++) m[c] = (char)0x80;
     for (c = 0; c < K; c++) {
-        a[2 * c] = (char)c;
-        a[2 * c + 1] = (char)(sj + c);
-        b[c] = (char)(2 * c);
-        b[K + c] = (char)(2 * c + 1);
+        if (pack) {
+            m[c] = (char)(2 * c);
+            m[K + c] = (char)(2 * c + 1);
+        } else {
+            m[2 * c] = (char)c;
+            m[2 * c + 1] = (char)(sj + c);
+        }
     }
-    *deint = _mm_loadu_si128((const __m128i *)a);
-    *pack = _mm_loadu_si128((const __m128i *)b);
+    return _mm_loadu_si128((const __m128i *)m);
 }
 
 __attribute__((target("ssse3")))
@@ -103,10 +106,10 @@ static inline void dmls_deint_step(const char *s, int64_t sj, char *d, int64_t d
 
 __attribute__((target("ssse3")))
 static int64_t dmls_deint_k_u8_ssse3(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
-    __m128i m, unused;
+    __m128i m;
     int64_t i = 0;
     if (K < 5 || K > 8 || sj < K || sj > 8) return 0;
-    dmls_pair_masks(K, sj, &m, &unused);
+    m = dmls_pair_mask(K, sj, 0);
     /* each step reads pixels i .. i + 14 (16 bytes from each even one) */
     switch (K) {
     case 5: for (; i + 16 <= n; i += 16) dmls_deint_step(s + i * sj, sj, d + i, dk, 5, m); break;
@@ -129,10 +132,10 @@ static inline void dmls_int_step(const char *s, int64_t kss, char *d, const int 
 
 __attribute__((target("ssse3")))
 static int64_t dmls_int_k_u8_ssse3(const char *s, int64_t kss, char *d, int K, int64_t n) {
-    __m128i unused, m;
+    __m128i m;
     int64_t i = 0;
     if (K < 5 || K > 8) return 0;
-    dmls_pair_masks(K, K, &unused, &m);
+    m = dmls_pair_mask(K, K, 1);
     /* a step writes d + [i K, (i + 14) K + 16): within n K bytes while
        (i + 14) K + 16 <= n K */
     switch (K) {

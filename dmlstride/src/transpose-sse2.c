@@ -860,14 +860,15 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
        faster (6 of 6), of 9-15 one-byte channels (1.8-5.7 MB) 1.13-1.30x
        (4 of 4). */
     const int pairs = dmls_isa.level >= DMLS_ISA_AVX2 && (jn > N ? W <= 2 : W == 1);
+    const int64_t jr = jn > N ? jn : N;   /* source rows the groups read (row jn - 1 again below N) */
     int64_t TK = TB / (row > 0 ? row : 1) / N * N, kf = kn - kn % N, kb, nk, j, k, jl, ahead, kp;
     if (TK > 256) TK = 256;
     *kdone = 0;
     if (jn < 1 || row > 512 || TK < N || kf == 0) return;
-    for (j = 0; j < (jn > N ? jn : N); j++) sr[j] = s + (j < jn ? j : jn - 1) * sj;
+    for (j = 0; j < jr; j++) sr[j] = s + (j < jn ? j : jn - 1) * sj;
     jl = jn > N ? jn - N : 0;   /* the last group's first row */
     for (k = 0; k < TK; k++) dr[k] = out + k * row;
-    if (pairs)
+    if (pairs && jn > N)
         for (k = 0; k < TK; k++) dl[k] = dr[k] + jl * W;
     for (kb = 0; kb < kf; kb += nk) {
         nk = kf - kb < TK ? kf - kb : TK;
@@ -875,7 +876,7 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         kp = 0;
         if (pairs) {
             if (ahead > 0) prefetch_rows(sr, jn, (kb + nk) * W, ahead);
-            for (j = 0; j < (jn > N ? jn : N); j++) sk[j] = sr[j] + kb * W;
+            for (j = 0; j < jr; j++) sk[j] = sr[j] + kb * W;
             if (jn > N) {
                 kp = dmls_isa.block_pairs(W, sk, dr, nk, (jl + N - 1) / N * N);
                 dmls_isa.block_pairs(W, sk + jl, dl, nk, N);
@@ -925,6 +926,10 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
     const int64_t N = 16 / W;
     char *tile = scratch;                   /* N * TJ * W = 16 * TJ bytes */
     const char *end = s + (jn - 1) * sj + kn * W;   /* past the last row's values */
+    /* 5-8 one-byte channels (two pixels to a 16-byte read), 5-7 two-byte
+       ones: the word transposes (NULL for the others) */
+    int64_t (*const deint)(const char *, int64_t, char *, int64_t, int, int64_t) =
+        W == 1 && kn <= 8 && sj <= 8 ? dmls_isa.deint_k_u8 : W == 2 ? dmls_isa.deint_k_16 : NULL;
     int64_t last, jf, j0, nj, j, k, q;
     *jdone = 0;
     if ((W != 1 && W != 2) || kn < 1 || kn >= N || sj < kn * W || jn < N) return;
@@ -932,17 +937,16 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
        j * sj + 16 <= (jn - 1) * sj + kn * W. */
     last = jn - 1 - (16 - kn * W + sj - 1) / sj;
     jf = last >= N - 1 ? (last + 1) / N * N : 0;
-    if (!stream && ((W == 1 && kn <= 8 && sj <= 8) || W == 2)) {
-        /* 5-8 one-byte channels, 5-7 two-byte ones, straight into the
-           destination rows */
-        *jdone = (W == 1 ? dmls_isa.deint_k_u8 : dmls_isa.deint_k_16)(s, sj, d, dk, (int)kn, jf);
+    if (deint != NULL && !stream) {
+        /* straight into the destination rows */
+        *jdone = deint(s, sj, d, dk, (int)kn, jf);
         if (*jdone > 0) return;
     }
     for (j0 = 0; j0 < jf; j0 += TJ) {
         nj = jf - j0 < TJ ? jf - j0 : TJ;
         j = 0;
-        if ((W == 1 && kn <= 8 && sj <= 8) || W == 2)
-            j = (W == 1 ? dmls_isa.deint_k_u8 : dmls_isa.deint_k_16)(s + j0 * sj, sj, tile, TJ * W, (int)kn, nj);
+        if (deint != NULL)
+            j = deint(s + j0 * sj, sj, tile, TJ * W, (int)kn, nj);
         if (j == 0 && dmls_isa.level >= DMLS_ISA_AVX2 && (flags & DMLS_TRANSPOSE_CACHED)) {
             /* From cache (a copy of under DMLS_CACHED_TRANSPOSE_BYTES that
                does not stream), AVX2 pairs of micro-blocks side by side in j
