@@ -487,6 +487,19 @@ def test_four_byte_transposes_into_rows_4_kib_apart(level, dtype, op, sizes, thr
 
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("dtype,op,sizes", [
+    ("float32", "gather", (768, 3001)), ("float32", "scatter", (2001, 768)), ("float32", "gather", (256, 130)),
+    ("float64", "gather", (384, 1000)), ("float64", "scatter", (1000, 640)), ("int32", "scatter", (77, 1280)),
+], ids=str)
+def test_wide_transposes_from_rows_an_odd_multiple_of_1_kib_apart(level, dtype, op, sizes, threads):
+    # 4- and 8-byte values whose source rows lie 1, 3 or 5 KiB apart are read
+    # in place with AVX2 (rows an even multiple apart go through a padded
+    # buffer first), from cache and from memory (the 9 MiB float32 ones),
+    # with ragged rows and columns; against numpy.
+    _check_column_major(dtype, *sizes, op, None, level)
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,op,sizes", [
     ("float16", "gather", (2051, 1024)),    # 4.2 MB; 3 rows of k past the last tile
     ("uint8", "gather", (4099, 2048)),      # 8.4 MB; 4099 rows (prime): segments of 128 for the tasks
     ("uint8", "gather", (2048, 2048)),      # exactly the least size
