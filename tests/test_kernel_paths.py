@@ -212,6 +212,20 @@ def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, thre
         _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
 
 
+@pytest.mark.parametrize("dtype,sizes", [("float32", (1024, 2051)), ("float32", (1021, 2560)),
+                                         ("float64", (1100, 1300)), ("int32", (769, 3072))], ids=str)
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_wide_transposes_of_8_to_12_mib_run_from_cache(dtype, sizes, op, level, threads):
+    # 4- and 8-byte transposes past 8 MiB that do not stream take the cached
+    # tile (rows read in place, rows 4 KiB apart staged 8 at a time), where
+    # one- and two-byte ones of that size come from memory; ragged rows and
+    # columns; against numpy.
+    nbytes = sizes[0] * sizes[1] * np.dtype(dtype).itemsize
+    assert (8 << 20) < nbytes < _planner.transpose_stream_min()
+    _check_column_major(dtype, *sizes, op, None, level)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float16"])
 @pytest.mark.parametrize("sizes,layout,op", [((1200, 2300), "WH", "gather"), ((1200, 2300), "WH", "scatter"),
                                              ((2300, 1200), "WH", "scatter"), ((640, 4100), "WH", "gather"),

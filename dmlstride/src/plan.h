@@ -86,6 +86,11 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
    transposes do differently, and the planner (TRANSPOSE_FROM_MEMORY) for its
    segments. */
 #define DMLS_CACHED_TRANSPOSE_BYTES ((int64_t)8 << 20)
+/* ... and for 4- and 8-byte values this many (tile.c, transpose_flags):
+   their tiles read 64 source rows of 128 or 256 bytes, and from cache go on
+   reading them in place (or staged 8 rows at a time into rows 4 KiB apart)
+   up to the size where a transpose streams anyway. */
+#define DMLS_CACHED_WIDE_TRANSPOSE_BYTES ((int64_t)16 << 20)
 /* MODE_TILE: a 1- or 2-byte transpose of at least this many bytes that
    neither streams nor goes through L2, into destination rows a multiple of
    2 KiB apart, takes tiles of DMLS_TALL_TILE_ROWS (isa.h) source rows (the
