@@ -226,6 +226,23 @@ def test_wide_transposes_of_8_to_12_mib_run_from_cache(dtype, sizes, op, level, 
     _check_column_major(dtype, *sizes, op, None, level)
 
 
+@pytest.mark.parametrize("dtype,sizes", [
+    ("uint8", (3, 8, 32, 64)), ("uint8", (2, 13, 64, 64)), ("uint8", (5, 40, 33, 64)), ("int8", (16, 64, 64, 64)),
+    ("float16", (3, 16, 32, 32)), ("int16", (2, 9, 64, 96)), ("float16", (16, 64, 64, 64)), ("uint16", (3, 61, 64, 64)),
+], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_short_pixels_into_planes_a_multiple_of_2_kib_take_tall_tiles(dtype, sizes, level, threads):
+    # Pixels of 8-64 one- or two-byte channels (source rows of 128 bytes or
+    # fewer, read in place) into planes a multiple of 2 KiB long: tiles of
+    # 256 pixels, from cache and (4 and 8 MiB) from memory, with ragged
+    # channel counts and plane lengths that are no multiple of 256 pixels;
+    # against numpy, on a source placed at a line offset.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    buf = _random_buffer(desc.total_tensor_size_in_bytes + 48, sizes[1])[48:]
+    with _isa_level(level):
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float16"])
 @pytest.mark.parametrize("sizes,layout,op", [((1200, 2300), "WH", "gather"), ((1200, 2300), "WH", "scatter"),
                                              ((2300, 1200), "WH", "scatter"), ((640, 4100), "WH", "gather"),
