@@ -243,6 +243,22 @@ def test_short_pixels_into_planes_a_multiple_of_2_kib_take_tall_tiles(dtype, siz
         assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
 
 
+@pytest.mark.parametrize("dtype,sizes", [("uint8", (32, 64, 64, 64)), ("uint8", (52, 40, 64, 64)),
+                                         ("float16", (16, 64, 64, 64)), ("int16", (8, 48, 96, 128))], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads):
+    # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes a
+    # multiple of 1 KiB long into back-to-back pixels: tiles four source
+    # lines deep, 40 channels leaving a ragged column; guard bytes past the
+    # end, against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    assert (8 << 20) <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
+    assert not transfer._plan(desc, "scatter").describe()["stream"]
+    values = _random_buffer(desc.total_tensor_size_in_bytes, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+    with _isa_level(level):
+        _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float16"])
 @pytest.mark.parametrize("sizes,layout,op", [((1200, 2300), "WH", "gather"), ((1200, 2300), "WH", "scatter"),
                                              ((2300, 1200), "WH", "scatter"), ((640, 4100), "WH", "gather"),
