@@ -244,13 +244,16 @@ def test_short_pixels_into_planes_a_multiple_of_2_kib_take_tall_tiles(dtype, siz
 
 
 @pytest.mark.parametrize("dtype,sizes", [("uint8", (32, 64, 64, 64)), ("uint8", (52, 40, 64, 64)),
-                                         ("float16", (16, 64, 64, 64)), ("int16", (8, 48, 96, 128))], ids=str)
+                                         ("float16", (16, 64, 64, 64)), ("int16", (8, 48, 96, 128)),
+                                         ("uint8", (8, 130, 64, 128)), ("int16", (8, 160, 64, 64)),
+                                         ("float16", (2, 150, 128, 128))], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads):
     # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes a
-    # multiple of 1 KiB long into back-to-back pixels: tiles four source
-    # lines deep, 40 channels leaving a ragged column; guard bytes past the
-    # end, against numpy.
+    # multiple of 1 KiB long into pixels of up to 1 KiB: tiles four source
+    # lines deep, pixels in one segment or several (130-160 channels), 40 or
+    # 130 channels leaving a ragged column; guard bytes past the end, against
+    # numpy.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     assert (8 << 20) <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
     assert not transfer._plan(desc, "scatter").describe()["stream"]

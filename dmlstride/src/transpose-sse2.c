@@ -142,14 +142,18 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
     const int wide_rows = !tall && !cached && W <= 2 && dk % 2048 != 0 && jn >= 256 / W;
     const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : wide_rows ? 256 / W : 64;
     /* From memory, 1- and 2-byte values from source rows a multiple of 1
-       KiB apart into destination rows back to back (planes of 64 x 64 or
-       128 x 128 into pixels of up to 64 channels) keep the cached depth of
-       four lines a source row: in one process on the same buffers,
-       alternating (2 threads), NCHW to NHWC scatters of 8 MiB (32-64 uint8
-       or float16 channels) ran 1.36-1.58x faster, 3 of 3; with source rows
-       off 1 KiB multiples 0.92-1.26x, so not those. */
-    const int deep = !cached && W <= 2 && dk == jn * W && sj % 1024 == 0;
-    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : jn > TJ ? 64 : cached || deep ? 256 : W <= 2 ? 64 : 128) / W;
+       KiB apart into destination rows of at most 1 KiB (planes of 64 x 64
+       or 128 x 128 into pixels) keep the cached depth of four lines a
+       source row, however many columns: in one process on the same
+       buffers, alternating (2 threads), NCHW to NHWC scatters of 8-10 MiB
+       ran 1.36-1.58x faster with 32-64 uint8 or float16 channels (pixels
+       back to back), 1.13-1.48x with 72-160 (6 of 6); with source rows off
+       1 KiB multiples 0.92-1.26x, and 2-D transposes, whose destination
+       rows are longer, 0.83-1.14x, so not those. */
+    const int deep = !cached && W <= 2 && dk <= 1024 && sj % 1024 == 0 &&
+                     TJ * (256 + 16) <= DMLS_SCRATCH_REGION - 16 * DMLS_STAGE_PITCH;
+    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : deep || (cached && jn <= TJ) ? 256 : jn > TJ ? 64
+                        : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
        micro-blocks in a padded buffer and write each row in one burst.
