@@ -2036,13 +2036,14 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
 # A streamed fill writes the whole lines of a row with streaming stores and the
 # bytes before the first line boundary and after the last one with ordinary
 # stores of the repeated element: at every destination offset in a line (a
-# whole element apart), rows of an odd number of elements put every head
-# and tail length (0-63 bytes) at either end of some row, none of them
-# reaching past the row or into the bytes around the tensor.
+# whole element apart), rows of an odd number of elements (over 2 KiB:
+# shorter rows that are no whole number of lines take ordinary stores) put
+# every head and tail length (0-63 bytes) at either end of some row, none of
+# them reaching past the row or into the bytes around the tensor.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_streamed_fill_every_head_and_tail(dtype, streaming):
     itemsize = np.dtype(dtype).itemsize
-    n = 577 // itemsize | 1
+    n = 2113 // itemsize | 1
     sizes = [3, 7, n]
     src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[7, 1, 0])
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
@@ -2062,10 +2063,13 @@ def test_streamed_fill_every_head_and_tail(dtype, streaming):
 # stores: row lengths that are and are not a multiple of 16 bytes, task
 # ranges that are not a multiple of eight rows, outer dimensions that carry,
 # at destination offsets off 16 bytes, with and without streaming, on 1 and
-# 2 threads; rows of 520 bytes take the row kernel.  Against numpy, guard
+# 2 threads; rows of 520 bytes take the row kernel, except in a copy that
+# streams, where rows of up to 2 KiB that are no whole number of lines (520,
+# 600, 1000, 2040 bytes) are filled inline too, with ordinary stores, and
+# rows of 576 and 2056 bytes stream in the row kernel.  Against numpy, guard
 # bytes included.
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-@pytest.mark.parametrize("row_bytes", [16, 24, 40, 64, 72, 128, 200, 504, 512, 520])
+@pytest.mark.parametrize("row_bytes", [16, 24, 40, 64, 72, 128, 200, 504, 512, 520, 576, 600, 1000, 2040, 2056])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_short_fill_rows(dtype, row_bytes, stream, threads):
     itemsize = np.dtype(dtype).itemsize

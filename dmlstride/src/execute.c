@@ -172,6 +172,17 @@ static inline int tiny_tiles(const dmls_plan *p) {
    scatter ran 1.9x faster, its gather 1.1x, rows of 96 and 128 uint8 in a
    copy of 18-23 MB 1.3-2.1x, of 150 int16 or 200 float32 0.9-1.05x. */
 #define DMLS_SHORT_ROW_BYTES 512
+/* ... and the longest rows of one value each that take the inline fill
+   (with ordinary stores) in a copy that streams, when they are no whole
+   number of lines: each pair of rows shares a line, which a row-by-row
+   streaming fill leaves to ordinary stores between its streaming ones.  In
+   one process, alternating (2 threads), such fills of 41-123 MB (rows of
+   600-1332 bytes: 300 and 500 float16, 333 float32, 777 uint8) ran 1.1-1.9x
+   faster with ordinary stores, level with numpy's copyto; filled through
+   a buffer in L1 whose whole lines were then streamed, 0.7-0.95x.  Rows of
+   6 KB and more kept streaming (1.2-1.4x faster than ordinary stores at a
+   moment when streaming ran fast). */
+#define DMLS_PLAIN_FILL_ROW_BYTES 2048
 /* Tasks that read a few short runs (tiny transposes, short planes
    interleaved) of at most this many bytes each ask for those of a task
    ahead (see dmls_run_tasks). */
@@ -214,8 +225,11 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
 #ifdef DMLS_HAVE_FILL_SPLAT
     if (p->mode == DMLS_MODE_FILL && p->segments == 1 && p->inner_dst_stride == p->width &&
-            p->inner_size * p->width >= 16 && p->inner_size * p->width <= DMLS_SHORT_ROW_BYTES &&
-            (!p->stream || p->inner_size * p->width < DMLS_STREAM_MIN_RUN)) {
+            p->inner_size * p->width >= 16 &&
+            ((p->inner_size * p->width <= DMLS_SHORT_ROW_BYTES &&
+              (!p->stream || p->inner_size * p->width < DMLS_STREAM_MIN_RUN)) ||
+             (p->stream && p->inner_size * p->width <= DMLS_PLAIN_FILL_ROW_BYTES &&
+              p->inner_size * p->width % 64 != 0))) {
         /* Short rows of one value each (a broadcast along the last
            dimension): inline, eight rows' values loaded before their
            stores, rather than a dispatch and a fill loop a row.  In one
