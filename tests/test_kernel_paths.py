@@ -1081,6 +1081,25 @@ def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn,
         _check_block_case_copies("uint8", f"k{kn}-j{jn}", sizes, order, 0)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_one_byte_blocks_hold_four_times_the_values(dtype, threads):
+    # One-byte values may fill a block four times as large as wider ones, so
+    # that a short K (175 values here) leaves J room for its next dimension
+    # (16 x 13 values rather than 16); gather and scatter against numpy,
+    # guard bytes included.
+    sizes, order = (35, 20, 33, 26, 16), (3, 2, 4, 1, 0)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    plan = _plan(sizes, list(desc.effective_strides), list(ds.BufferTensorDesc(dtype, sizes).effective_strides), 1)
+    j = math.prod(n for n, _ in plan["block"]["j"])
+    k = math.prod(n for n, _ in plan["block"]["k"])
+    assert plan["mode"] == "block" and j == 16 * 13
+    assert _planner.BLOCK_ELEMS < j * k <= _planner.block_elems(1)
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, 3)
+    got = ds.gather(buf, desc)
+    assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+    _check_scatter(got, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 4))
+
+
 # Permutations that are one block or a few (no outer dimensions left, or short
 # ones), of 0.4-2.5 MB: J is cut into segments of whole tiles (multiples of 64
 # values, the last one the rest) so that two threads share the blocks; each
@@ -1089,10 +1108,10 @@ def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn,
 # their size (not through L2, which takes blocks whole).
 FEW_BLOCKS = [
     ("float32", (21, 31, 23, 41), (3, 2, 1, 0), False),
-    ("uint8", (48, 16, 3, 24, 40), (4, 3, 0, 1, 2), False),
+    ("uint8", (16, 16, 3, 24, 40), (4, 3, 0, 1, 2), False),
     ("float64", (19, 11, 40, 7), (3, 2, 1, 0), False),
     ("float16", (19, 3, 17, 27, 41), (4, 3, 2, 1, 0), False),
-    ("uint8", (48, 16, 3, 24, 40), (4, 3, 0, 1, 2), True),
+    ("uint8", (16, 16, 3, 24, 40), (4, 3, 0, 1, 2), True),
     ("float16", (7, 3, 11, 16, 48), (1, 3, 4, 0, 2), True),
     ("float32", (48, 32, 32, 13), (2, 3, 1, 0), True),
     ("float64", (19, 11, 40, 7), (3, 2, 1, 0), True),

@@ -90,7 +90,7 @@ def test_block_groups_fit_the_c_tables():
     plan = _planner.plan_copy(d.sizes, d.effective_strides, [720 * 50, 720, 18, 2, 1], 8).main
     assert plan.mode == "block"
     assert plan.block.j_elems <= _planner.BLOCK_GROUP and plan.block.k_elems <= _planner.BLOCK_GROUP
-    assert plan.block.j_elems * plan.block.k_elems <= _planner.BLOCK_ELEMS
+    assert plan.block.j_elems * plan.block.k_elems <= _planner.block_elems(1)
 
 
 def test_four_bit_staging():
