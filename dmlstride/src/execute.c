@@ -183,6 +183,21 @@ static inline int tiny_tiles(const dmls_plan *p) {
    6 KB and more kept streaming (1.2-1.4x faster than ordinary stores at a
    moment when streaming ran fast). */
 #define DMLS_PLAIN_FILL_ROW_BYTES 2048
+
+#ifdef DMLS_HAVE_FILL_SPLAT
+/* Whether a fill's rows take the inline fill of dmls_run_tasks: contiguous
+   rows of 16 bytes or more, up to DMLS_SHORT_ROW_BYTES (short of
+   DMLS_STREAM_MIN_RUN when the copy streams), or in a copy that streams up
+   to DMLS_PLAIN_FILL_ROW_BYTES when they are no whole number of lines. */
+static inline int fill_rows_inline(const dmls_plan *p) {
+    const int64_t n = p->inner_size * p->width;
+    if (p->mode != DMLS_MODE_FILL || p->segments != 1 || p->inner_dst_stride != p->width || n < 16)
+        return 0;
+    if (!p->stream) return n <= DMLS_SHORT_ROW_BYTES;
+    return (n <= DMLS_SHORT_ROW_BYTES && n < DMLS_STREAM_MIN_RUN) ||
+           (n <= DMLS_PLAIN_FILL_ROW_BYTES && n % 64 != 0);
+}
+#endif
 /* Tasks that read a few short runs (tiny transposes, short planes
    interleaved) of at most this many bytes each ask for those of a task
    ahead (see dmls_run_tasks). */
@@ -224,12 +239,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         return;
     }
 #ifdef DMLS_HAVE_FILL_SPLAT
-    if (p->mode == DMLS_MODE_FILL && p->segments == 1 && p->inner_dst_stride == p->width &&
-            p->inner_size * p->width >= 16 &&
-            ((p->inner_size * p->width <= DMLS_SHORT_ROW_BYTES &&
-              (!p->stream || p->inner_size * p->width < DMLS_STREAM_MIN_RUN)) ||
-             (p->stream && p->inner_size * p->width <= DMLS_PLAIN_FILL_ROW_BYTES &&
-              p->inner_size * p->width % 64 != 0))) {
+    if (fill_rows_inline(p)) {
         /* Short rows of one value each (a broadcast along the last
            dimension): inline, eight rows' values loaded before their
            stores, rather than a dispatch and a fill loop a row.  In one

@@ -123,8 +123,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        channels into planes of 32 x 32 to 128 x 128 (0.5-8 MiB) ran 1.12-2.02x
        faster, all 17 (64 float16 channels of 64 x 64, 8 MiB: 1.86x). */
     const int tall = W <= 2 && dk % 2048 == 0 &&
-                     (sj > DMLS_UNSTAGED_ROW_BYTES ? (flags & DMLS_TRANSPOSE_TALL) != 0
-                                                   : (flags & (DMLS_TRANSPOSE_TALL | DMLS_TRANSPOSE_CACHED)) != 0);
+                     ((flags & DMLS_TRANSPOSE_TALL) || (sj <= DMLS_UNSTAGED_ROW_BYTES && cached));
     /* From memory, 1- and 2-byte values into destination rows written in
        place (not a multiple of 2 KiB apart) take tiles of 256 / W source
        rows when the columns reach that far: each tile row then writes 256
@@ -152,7 +151,7 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        rows are longer, 0.83-1.14x, so not those. */
     const int deep = !cached && W <= 2 && dk <= 1024 && sj % 1024 == 0 &&
                      TJ * (256 + 16) <= DMLS_SCRATCH_REGION - 16 * DMLS_STAGE_PITCH;
-    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : deep || (cached && jn <= TJ) ? 256 : jn > TJ ? 64
+    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : deep ? 256 : jn > TJ ? 64 : cached ? 256
                         : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
