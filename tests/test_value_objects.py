@@ -108,6 +108,73 @@ def test_fast_path_with_nothing_registered_refuses_non_descriptors(desc):
         ds.gather(bytes(16), desc)
 
 
+# -- the gather fast path from numpy arrays ----------------------------------------------------
+
+_G_DESC = BufferTensorDesc("float32", [3, 5], strides=[8, 1])          # 84 bytes, rows 32 apart
+
+
+def _warm_gather() -> None:
+    _engine.forget_gathers()
+    ds.gather(bytes(_G_DESC.total_tensor_size_in_bytes), _G_DESC)       # the checked path registers it
+
+
+def _ref(raw: np.ndarray, offset: int = 0) -> np.ndarray:
+    # The array's bytes in memory order (random bytes: compare them, not floats, some are NaN).
+    return gather_np(raw.tobytes(order="A"), "float32", _G_DESC.sizes, _G_DESC.strides, offset).tobytes()
+
+
+_BYTES = np.random.default_rng(7).integers(0, 256, 256, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("make,offset", [
+    (lambda: _BYTES.copy(), 0),
+    (lambda: _BYTES.copy(), 96),
+    (lambda: _BYTES[:84].copy(), 0),                                   # exactly the tensor's bytes
+    (lambda: _BYTES[16:].copy().view(np.float32).reshape(6, 10), 32),  # a typed 2-D array
+    (lambda: np.asfortranarray(_BYTES[:240].reshape(12, 20)), 16),     # F-contiguous: memory order
+    (lambda: _BYTES[32:200].view(np.uint16).reshape(4, 21)[1:], 0),    # a C-contiguous view
+    (lambda: np.frombuffer(_BYTES.tobytes(), np.uint8), 48),           # read-only
+], ids=["uint8", "offset", "exact", "float32-2d", "fortran", "view", "read-only"])
+def test_gather_fast_path_from_arrays_reads_their_bytes(make, offset):
+    _warm_gather()
+    raw = make()
+    for _ in range(2):
+        out = ds.gather(raw, _G_DESC, offset=offset)
+        assert out.tobytes() == _ref(raw, offset)
+    into = np.full((3, 5), -1, np.float32)
+    assert ds.gather(raw, _G_DESC, offset=offset, out=into) is into
+    assert into.tobytes() == _ref(raw, offset)
+
+
+@pytest.mark.parametrize("make,offset,exc,match", [
+    (lambda: np.zeros(83, np.uint8), 0, BufferError, "too small"),
+    (lambda: np.zeros(128, np.uint8), 48, BufferError, "too small"),
+    (lambda: np.zeros(0, np.uint8), 0, BufferError, "too small"),
+    (lambda: np.zeros(512, np.uint8)[::2], 0, BufferError, "not a contiguous"),
+    (lambda: np.zeros((16, 32), np.uint8)[:, :16], 0, BufferError, "not a contiguous"),
+    (lambda: np.zeros(128, object), 0, TypeError, "Python objects"),
+    (lambda: np.zeros(128, np.uint8), 8, ds.DescriptorError, "multiple of 16"),
+], ids=["short", "offset-past-end", "empty", "strided", "strided-2d", "objects", "misaligned"])
+def test_gather_fast_path_from_arrays_refuses_as_the_checked_path_does(make, offset, exc, match):
+    _warm_gather()
+    with pytest.raises(exc, match=match):
+        ds.gather(make(), _G_DESC, offset=offset)
+
+
+def test_gather_fast_path_from_an_array_into_its_own_bytes():
+    _warm_gather()
+    raw = _BYTES.copy()
+    expect = _ref(raw)
+    out = raw[128:188].view(np.float32).reshape(3, 5)        # outside the source range
+    assert ds.gather(raw, _G_DESC, out=out) is out
+    assert out.tobytes() == expect
+    raw = _BYTES.copy()
+    expect = _ref(raw)
+    out = raw[16:76].view(np.float32).reshape(3, 5)          # inside it: read as a copy
+    assert ds.gather(raw, _G_DESC, out=out) is out
+    assert out.tobytes() == expect
+
+
 # -- the scatter fast path ----------------------------------------------------------------------
 
 _S_DESC = BufferTensorDesc("float32", [3, 4], strides=[7, 1])
