@@ -2105,3 +2105,33 @@ def test_short_fill_rows(dtype, row_bytes, stream, threads):
             expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
             ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
             assert bytes(dst) == expect, dst_offset
+
+
+# Contiguous rows of 640 bytes and more are copied with the engine's own
+# loop (stores aligned to whole destination lines), shorter ones with
+# memcpy: padded rows just under, at and over that length and over whole
+# lines, into packed rows (back to back) and out of them, at destination
+# offsets off a line and off 16 bytes, on 1 and 2 threads, without
+# streaming.  Against numpy, the bytes around the tensor included.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("row_bytes", [632, 640, 648, 1000, 1200, 2040, 2056, 4104])
+@pytest.mark.parametrize("direction", ["unpad", "pad"])
+def test_own_copy_rows(dtype, row_bytes, direction, threads):
+    itemsize = np.dtype(dtype).itemsize
+    n = row_bytes // itemsize
+    sizes = [2, 9, n]
+    padded = ds.BufferTensorDesc(dtype, sizes, strides=[9 * (n + 3), n + 3, 1])
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    src_desc, dst_desc = (padded, packed) if direction == "unpad" else (packed, padded)
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
+    with _stream_threshold(1 << 62):
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                            src_desc.element_bits).describe()
+        assert plan["mode"] == "memcpy" and not plan["stream"] and plan["inner"][0] == n
+        for dst_offset in sorted({0, itemsize, 16, 40, 48}):
+            if dst_offset % itemsize:
+                continue
+            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
+            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+            assert bytes(dst) == expect, dst_offset

@@ -279,6 +279,36 @@ static void test_stream_fill(void) {
         }
 }
 
+/* The ordinary-store copy of a run (memcpy below DMLS_OWN_COPY_MIN bytes,
+   its own line-aligned loop from there): lengths on either side of that
+   bound and of whole lines, at every destination offset in a line and
+   several source offsets, exactly [d, d + n) written. */
+static void test_copy(void) {
+    static const int64_t lengths[] = {0, 1, 63, 64, 65, 511, 639, 640, 641, 703, 704, 1001, 1200,
+                                      2047, 2048, 2049, 4095, 4160, 6001};
+    static const int soffs[] = {0, 1, 16, 33, 63};
+    unsigned char *sbuf = malloc(8192), *dbuf = aligned_alloc(64, 8320), *want = malloc(8320);
+    size_t li;
+    int si, off;
+    fill_random(sbuf, 8192);
+    for (li = 0; li < sizeof lengths / sizeof *lengths; li++)
+        for (si = 0; si < 5; si++) {
+            const int64_t n = lengths[li];
+            int ok = 1;
+            for (off = 0; off < 64; off++) {
+                fill_random(dbuf, 8320);
+                memcpy(want, dbuf, 8320);
+                memcpy(want + 64 + off, sbuf + soffs[si], (size_t)n);
+                dmls_isa.copy((char *)dbuf + 64 + off, (const char *)sbuf + soffs[si], n);
+                ok = ok && memcmp(dbuf, want, 8320) == 0;
+            }
+            CHECK(ok, "copy n=%lld source offset %d, every destination offset", (long long)n, soffs[si]);
+        }
+    free(sbuf);
+    free(dbuf);
+    free(want);
+}
+
 /* ---- nibbles ---- */
 static unsigned nib(const unsigned char *p, int64_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 15; }
 static void set_nib(unsigned char *p, int64_t i, unsigned v) {
@@ -580,6 +610,7 @@ int main(void) {
         test_transpose();
         test_elements();
         test_stream_fill();
+        test_copy();
         test_nibbles();
         test_block();
         test_block_segments();
