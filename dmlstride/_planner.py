@@ -190,6 +190,15 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: 0.90-1.07x -> 0.67-0.78x PyTorch (29.6 MB int16 broadcast along H or W).
 COPY_STREAM_EIGHTHS = 10
 
+#: Contiguous copies whose source is read again (a dimension broadcast from
+#: it) never stream rows of at most this many bytes: the source is in cache
+#: and ordinary stores from the engine's copy loop ran ahead of streaming
+#: stores.  In one process, alternating (2 threads), outputs of 64-128 MiB
+#: broadcast along H with rows of 512-1200 bytes 1.19-1.30x faster (float32
+#: rows of 1 KiB 1.03-1.04x, of 2-4 KiB 1.02-1.08x); planes of 64 KB
+#: broadcast along C ran 0.94-0.98x, and longer rows keep streaming.
+BROADCAST_PLAIN_ROW_BYTES = 4096
+
 
 def transpose_stream_min() -> int:
     """Transposes of at least this many bytes use streaming stores."""
@@ -200,13 +209,17 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
     """Whether a contiguous copy ("memcpy") or fill streams: from
     stream_min_total bytes written, or for a copy from COPY_STREAM_EIGHTHS of
     it read and written (dims, its (size, source stride, destination stride)
-    triples, tell the distinct source bytes: a dimension broadcast from the
-    source reads the same bytes again)."""
+    triples, the last the contiguous row, tell the distinct source bytes: a
+    dimension broadcast from the source reads the same bytes again).  A copy
+    that reads its source again never streams rows of up to
+    BROADCAST_PLAIN_ROW_BYTES."""
+    repeats = math.prod(n for n, ss, _ in dims if ss == 0)
+    if mode == "memcpy" and repeats > 1 and dims[-1][0] * dims[-1][1] <= BROADCAST_PLAIN_ROW_BYTES:
+        return False
     if dst_bytes >= stream_min_total:
         return True
     if mode != "memcpy":
         return False
-    repeats = math.prod(n for n, ss, _ in dims if ss == 0)
     return dst_bytes + dst_bytes // repeats >= stream_min_total * COPY_STREAM_EIGHTHS // 8
 
 

@@ -1571,12 +1571,13 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_streaming_counts_source_bytes_once(axis):
     # A copy whose source is broadcast along a dimension (of 2 here) reads
-    # its bytes again; only distinct ones count towards 10/8 of the limit.
-    # A fill (broadcast along the innermost dimension) streams from the
-    # limit only.
-    sizes = [64, 64, 64]
+    # its bytes again; only distinct ones count towards 10/8 of the limit
+    # (its rows past BROADCAST_PLAIN_ROW_BYTES, which shorter ones never
+    # stream).  A fill (broadcast along the innermost dimension) streams from
+    # the limit only.
+    sizes = [64, 64, 64 if axis == 2 else 1100]
     sizes[axis] = 2
-    nbytes = 2 * 64 * 64 * 4
+    nbytes = int(np.prod(sizes)) * 4
     packed = ds.BufferTensorDesc("float32", sizes).effective_strides
     source = list(packed)
     source[axis] = 0
@@ -2044,7 +2045,9 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
-    assert plan["mode"] == ("fill" if source == "fill" else "memcpy") and plan["stream"]
+    # (a broadcast row of up to 4 KiB takes ordinary stores: see below)
+    assert plan["mode"] == ("fill" if source == "fill" else "memcpy")
+    assert plan["stream"] == (source != "broadcast" or row_bytes > 4096)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -2135,3 +2138,25 @@ def test_own_copy_rows(dtype, row_bytes, direction, threads):
             expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
             ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
             assert bytes(dst) == expect, dst_offset
+
+
+# A contiguous copy that reads its source again (broadcast along N, C or H)
+# writes rows of up to 4 KiB with ordinary stores whatever its size: it
+# never streams them, longer rows it does (the limit lowered to 0 here).
+# Its row is every dimension after the broadcast one, merged.
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("row_bytes", [512, 1200, 4096, 4100])
+def test_broadcast_copies_stream_only_long_rows(axis, row_bytes):
+    sizes = [3, 4, 5, row_bytes // 4]
+    flags = [i == axis for i in range(4)]
+    src = ds.BufferTensorDesc.from_layout("float32", sizes, "NCHW", broadcast=flags)
+    packed = ds.BufferTensorDesc("float32", sizes)
+    with _stream_threshold(0):
+        plan = _engine.Plan(sizes, src.effective_strides, packed.effective_strides, 32).describe()
+        assert plan["mode"] == "memcpy" and plan["stream"] == (int(np.prod(sizes[axis + 1:])) * 4 > 4096)
+        assert _engine.Plan(sizes, packed.effective_strides, packed.effective_strides, 32).describe()["stream"]
+    buf = _random_buffer(src.total_tensor_size_in_bytes, row_bytes)
+    with _stream_threshold(0):
+        got = ds.gather(buf, src)
+    expect = np.ndarray(sizes, np.float32, buffer=buf, strides=[x * 4 for x in src.effective_strides])
+    assert got.tobytes() == np.ascontiguousarray(expect).tobytes()
