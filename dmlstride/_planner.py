@@ -206,13 +206,26 @@ def transpose_stream_min() -> int:
 
 
 def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
-    """Whether a contiguous copy ("memcpy") or fill streams: from
+    """Whether a contiguous copy ("memcpy") streams (a fill never does): from
     stream_min_total bytes written, or for a copy from COPY_STREAM_EIGHTHS of
     it read and written (dims, its (size, source stride, destination stride)
     triples, the last the contiguous row, tell the distinct source bytes: a
     dimension broadcast from the source reads the same bytes again).  A copy
     that reads its source again never streams rows of up to
     BROADCAST_PLAIN_ROW_BYTES."""
+    # Fills (one value along the innermost dimension: a broadcast along W)
+    # never stream.  Ordinary stores, as numpy's and PyTorch's, wrote them
+    # faster on this kind of machine, whose streaming stores held at 27.0-27.4
+    # GB/s on 2 threads in the benchmark runs (a 64 MiB broadcast along W,
+    # spreads of 1-7%: 0.89-0.97x numpy and PyTorch).  In one process,
+    # alternating (2 threads), fills of 64-512 MiB with rows of 512 B to 8 KiB
+    # ran 1.04-1.81x faster with ordinary stores in 17 samples of 20
+    # (0.80-0.98x in 3), and level over 40 rounds alternating with a plain C
+    # fill; that C loop wrote 64 MiB at 29.6-30.0 GB/s with ordinary 16-byte
+    # stores, 27.1-27.4 streaming.  At other moments streaming stores have
+    # written 42-52 GB/s, and ordinary ones with them.
+    if mode == "fill":
+        return False
     repeats = math.prod(n for n, ss, _ in dims if ss == 0)
     if mode == "memcpy" and repeats > 1 and dims[-1][0] * dims[-1][1] <= BROADCAST_PLAIN_ROW_BYTES:
         return False

@@ -1573,8 +1573,8 @@ def test_streaming_counts_source_bytes_once(axis):
     # A copy whose source is broadcast along a dimension (of 2 here) reads
     # its bytes again; only distinct ones count towards 10/8 of the limit
     # (its rows past BROADCAST_PLAIN_ROW_BYTES, which shorter ones never
-    # stream).  A fill (broadcast along the innermost dimension) streams from
-    # the limit only.
+    # stream).  A fill (broadcast along the innermost dimension) never
+    # streams.
     sizes = [64, 64, 64 if axis == 2 else 1100]
     sizes[axis] = 2
     nbytes = int(np.prod(sizes)) * 4
@@ -1596,7 +1596,9 @@ def test_streaming_counts_source_bytes_once(axis):
         _engine._set_stream_min_total(max(footprint * 8 // 10 + 8, nbytes + 1))
         assert streams(packed) and not streams(source)
         _engine._set_stream_min_total(nbytes)
-        assert streams(packed) and streams(source)
+        assert streams(packed) and streams(source) == (axis != 2)
+        _engine._set_stream_min_total(0)
+        assert streams(packed) and streams(source) == (axis != 2)
     finally:
         _engine._set_stream_min_total(old)
 
@@ -2026,8 +2028,8 @@ def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, th
 
 # Rows of 512 bytes and more are written with streaming stores when the copy
 # streams: rows just under and over that, padded on either side, broadcast
-# along a dimension, or one element repeated along the row (a fill, streamed
-# from a pattern of up to 1 KiB), at several destination offsets.
+# along a dimension, or one element repeated along the row (a fill, which
+# never streams), at several destination offsets.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("row_bytes", [496, 512, 520, 1000, 4096, 4104])
 @pytest.mark.parametrize("dst_offset", [0, 1, 8, 16, 48])
@@ -2047,7 +2049,7 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
                         src_desc.element_bits).describe()
     # (a broadcast row of up to 4 KiB takes ordinary stores: see below)
     assert plan["mode"] == ("fill" if source == "fill" else "memcpy")
-    assert plan["stream"] == (source != "broadcast" or row_bytes > 4096)
+    assert plan["stream"] == (source == "padded" or source == "broadcast" and row_bytes > 4096)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -2055,15 +2057,13 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
     assert bytes(dst) == expect
 
 
-# A streamed fill writes the whole lines of a row with streaming stores and the
-# bytes before the first line boundary and after the last one with ordinary
-# stores of the repeated element: at every destination offset in a line (a
-# whole element apart), rows of an odd number of elements (over 2 KiB:
-# shorter rows that are no whole number of lines take ordinary stores) put
-# every head and tail length (0-63 bytes) at either end of some row, none of
-# them reaching past the row or into the bytes around the tensor.
+# A fill (one value repeated along each row) writes its rows with ordinary
+# stores whatever the copy's size: at every destination offset in a line (a
+# whole element apart), rows of an odd number of elements over 2 KiB, none
+# of the writes reaching past a row or into the bytes around the tensor
+# (the streaming limit lowered to 0: fills still do not stream).
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_streamed_fill_every_head_and_tail(dtype, streaming):
+def test_fill_at_every_line_offset(dtype, streaming):
     itemsize = np.dtype(dtype).itemsize
     n = 2113 // itemsize | 1
     sizes = [3, 7, n]
@@ -2071,7 +2071,7 @@ def test_streamed_fill_every_head_and_tail(dtype, streaming):
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
-    assert plan["mode"] == "fill" and plan["stream"]
+    assert plan["mode"] == "fill" and not plan["stream"]
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
     for dst_offset in range(0, 64, itemsize):
         dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 128, dst_offset).tobytes())
@@ -2080,20 +2080,19 @@ def test_streamed_fill_every_head_and_tail(dtype, streaming):
         assert bytes(dst) == expect, dst_offset
 
 
-# Rows of one repeated value of 16-512 bytes (a broadcast along the last
+# Rows of one repeated value of 16 bytes and more (a broadcast along the last
 # dimension) are filled inline, eight rows' values loaded before their
-# stores: row lengths that are and are not a multiple of 16 bytes, task
-# ranges that are not a multiple of eight rows, outer dimensions that carry,
-# at destination offsets off 16 bytes, with and without streaming, on 1 and
-# 2 threads; rows of 520 bytes take the row kernel, except in a copy that
-# streams, where rows of up to 2 KiB that are no whole number of lines (520,
-# 600, 1000, 2040 bytes) are filled inline too, with ordinary stores, and
-# rows of 576 and 2056 bytes stream in the row kernel.  Against numpy, guard
-# bytes included.
+# stores, with ordinary stores whatever the copy's size (fills never
+# stream): row lengths that are and are not a multiple of 16 bytes or of a
+# line, task ranges that are not a multiple of eight rows, outer dimensions
+# that carry, at destination offsets off 16 bytes, with the streaming limit
+# at 0 and out of reach, on 1 and 2 threads.  Against numpy, guard bytes
+# included.
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-@pytest.mark.parametrize("row_bytes", [16, 24, 40, 64, 72, 128, 200, 504, 512, 520, 576, 600, 1000, 2040, 2056])
+@pytest.mark.parametrize("row_bytes", [16, 24, 40, 64, 72, 128, 200, 504, 512, 520, 576, 600, 1000, 2040, 2056,
+                                       4104])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_short_fill_rows(dtype, row_bytes, stream, threads):
+def test_fill_rows(dtype, row_bytes, stream, threads):
     itemsize = np.dtype(dtype).itemsize
     sizes = [3, 5, 77, row_bytes // itemsize]
     src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[385, 77, 1, 0])
@@ -2102,7 +2101,7 @@ def test_short_fill_rows(dtype, row_bytes, stream, threads):
     with _stream_threshold(0 if stream else 1 << 62):
         plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                             src_desc.element_bits).describe()
-        assert plan["mode"] == "fill" and plan["stream"] == stream
+        assert plan["mode"] == "fill" and not plan["stream"]
         for dst_offset in (0, itemsize, 24):
             dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
             expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -2160,3 +2159,24 @@ def test_broadcast_copies_stream_only_long_rows(axis, row_bytes):
         got = ds.gather(buf, src)
     expect = np.ndarray(sizes, np.float32, buffer=buf, strides=[x * 4 for x in src.effective_strides])
     assert got.tobytes() == np.ascontiguousarray(expect).tobytes()
+
+
+# A fill row long enough to be cut into segments (each a task, 65536 values)
+# is written from a register in row(): segments that end off 16 bytes and
+# rows of a length off every power of two, at destination offsets a whole
+# element apart, on 1 and 2 threads.  Against numpy, guard bytes included.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("n", [65536 + 9, 150001])
+def test_fill_rows_cut_into_segments(dtype, n, threads):
+    itemsize = np.dtype(dtype).itemsize
+    src_desc = ds.BufferTensorDesc(dtype, [2, n], strides=[1, 0])
+    dst_desc = ds.BufferTensorDesc(dtype, [2, n])
+    plan = _engine.Plan([2, n], src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == "fill" and plan["tasks"] > 2 and not plan["stream"]
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, n)
+    for dst_offset in (0, itemsize, 40):
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect, dst_offset

@@ -59,19 +59,15 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         else
             dmls_isa.copy(d, s, n * w);
     } else if (p->mode == DMLS_MODE_FILL) {
-        int64_t rest = n;
-        if (p->stream && ids == w && n * w >= DMLS_STREAM_MIN_RUN) {
-            /* streaming stores for the whole lines, ordinary ones for the
-               partial lines at either end; the loop below when the row is
-               not element-aligned (done = 0) */
-            int64_t done = dmls_isa.stream_fill(w, s, d, n);
-            d += done * w;
-            rest -= done;
-        }
+        /* ordinary stores (fills never stream: see the planner) */
         if (w == 1 && ids == 1)
-            memset(d, *(const unsigned char *)s, (size_t)rest);
+            memset(d, *(const unsigned char *)s, (size_t)n);
+#ifdef DMLS_HAVE_FILL_SPLAT
+        else if (ids == w && n * w >= 16)
+            dmls_fill_splat(d, dmls_splat(s, w), n * w);
+#endif
         else
-            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, rest, ids));
+            DMLS_BY_WIDTH(w, dmls_fill_, (s, d, n, ids));
     } else {
         DMLS_BY_WIDTH(w, dmls_strided_, (s, d, n, iss, ids));
     }
@@ -172,30 +168,16 @@ static inline int tiny_tiles(const dmls_plan *p) {
    scatter ran 1.9x faster, its gather 1.1x, rows of 96 and 128 uint8 in a
    copy of 18-23 MB 1.3-2.1x, of 150 int16 or 200 float32 0.9-1.05x. */
 #define DMLS_SHORT_ROW_BYTES 512
-/* ... and the longest rows of one value each that take the inline fill
-   (with ordinary stores) in a copy that streams, when they are no whole
-   number of lines: each pair of rows shares a line, which a row-by-row
-   streaming fill leaves to ordinary stores between its streaming ones.  In
-   one process, alternating (2 threads), such fills of 41-123 MB (rows of
-   600-1332 bytes: 300 and 500 float16, 333 float32, 777 uint8) ran 1.1-1.9x
-   faster with ordinary stores, level with numpy's copyto; filled through
-   a buffer in L1 whose whole lines were then streamed, 0.7-0.95x.  Rows of
-   6 KB and more kept streaming (1.2-1.4x faster than ordinary stores at a
-   moment when streaming ran fast). */
-#define DMLS_PLAIN_FILL_ROW_BYTES 2048
-
 #ifdef DMLS_HAVE_FILL_SPLAT
 /* Whether a fill's rows take the inline fill of dmls_run_tasks: contiguous
-   rows of 16 bytes or more, up to DMLS_SHORT_ROW_BYTES (short of
-   DMLS_STREAM_MIN_RUN when the copy streams), or in a copy that streams up
-   to DMLS_PLAIN_FILL_ROW_BYTES when they are no whole number of lines. */
+   rows of 16 bytes or more, each a whole task.  Rows of 2-8 KiB filled
+   there (or in row(), from a register) rather than by dmls_fill_'s element
+   loop ran even, float64 ones 1.10x faster; those in a copy of 8-10 MB
+   (in cache) 1.9-2.0x (in one process on the same buffers, alternating, 2
+   threads). */
 static inline int fill_rows_inline(const dmls_plan *p) {
-    const int64_t n = p->inner_size * p->width;
-    if (p->mode != DMLS_MODE_FILL || p->segments != 1 || p->inner_dst_stride != p->width || n < 16)
-        return 0;
-    if (!p->stream) return n <= DMLS_SHORT_ROW_BYTES;
-    return (n <= DMLS_SHORT_ROW_BYTES && n < DMLS_STREAM_MIN_RUN) ||
-           (n <= DMLS_PLAIN_FILL_ROW_BYTES && n % 64 != 0);
+    return p->mode == DMLS_MODE_FILL && p->segments == 1 && p->inner_dst_stride == p->width &&
+           p->inner_size * p->width >= 16;
 }
 #endif
 /* Tasks that read a few short runs (tiny transposes, short planes
@@ -240,9 +222,9 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
 #ifdef DMLS_HAVE_FILL_SPLAT
     if (fill_rows_inline(p)) {
-        /* Short rows of one value each (a broadcast along the last
-           dimension): inline, eight rows' values loaded before their
-           stores, rather than a dispatch and a fill loop a row.  In one
+        /* Rows of one value each (a broadcast along the last dimension):
+           inline, eight rows' values loaded before their stores, rather
+           than a dispatch and a fill loop a row.  In one
            process, alternating, against numpy's copyto (2 threads), 64- and
            128-byte rows of float32, uint16 and uint8 in copies of 1-67 MB
            went from 0.74-1.31x to 1.95-3.55x (one thread: 0.42-0.60x to

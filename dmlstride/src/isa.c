@@ -72,10 +72,6 @@ static int64_t unpack_none(const unsigned char *q, unsigned char *out, int64_t n
 static void stream_copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
 static void fence_none(void) {}
 static void copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
-static int64_t stream_fill_none(int W, const char *s, char *d, int64_t n) {
-    (void)W; (void)s; (void)d; (void)n;
-    return 0;
-}
 static int64_t block_pairs_none(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj) {
     (void)W; (void)sr; (void)dr; (void)nk; (void)nj;
     return 0;
@@ -103,7 +99,6 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->stream_copy = stream_copy_plain;
     t->store_fence = fence_none;
     t->copy = copy_plain;
-    t->stream_fill = stream_fill_none;
     t->block_pairs = block_pairs_none;
     t->tile_wide = tile_wide_none;
     t->tile_jpairs = tile_wide_none;
@@ -119,7 +114,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
-                       stream_copy_plain, fence_none, copy_plain, stream_fill_none, block_pairs_none,
+                       stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
                        int_k_none, deint_k_none, int_k_none, pairs_in_order_none};
 

@@ -94,10 +94,6 @@ typedef struct {
     void (*store_fence)(void);
     /* Copy n bytes with ordinary stores, as memcpy (no overlap). */
     void (*copy)(char *d, const char *s, int64_t n);
-    /* n copies of the W-byte element at s, contiguous from d, with
-       streaming stores for the whole lines; returns the elements written
-       (all of them, or 0 where the variant has none). */
-    int64_t (*stream_fill)(int W, const char *s, char *d, int64_t n);
     /* The blocked transpose's micro-blocks two at a time (block.c): N = 16 / W
        rows of j by 2N values of k (2N x 2N blocks for 4- and 8-byte values),
        through one pointer per row (sr[j] + k * W is source row j at k,

@@ -406,60 +406,6 @@ static void dmls_copy(char *d, const char *s, int64_t n) {
     dmls_copy_body(d, s, n, 0);
 }
 
-/* n < 64 bytes of the repeated element in v from d (n and the distance
-   of d from where v's pattern starts both whole elements): overlapping
-   ordinary stores from the register.  Copied from a line of the element
-   on the stack instead, the loads from that line waited on streaming
-   stores 4 KiB apart from it, and rows of 990-1001 uint8 values ran at
-   two thirds of the speed of other lengths. */
-static inline void fill_short(char *d, __m128i v, int64_t n) {
-    const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
-    if (n >= 16) {
-        dmls_fill_splat(d, v, n);
-    } else if (n >= 8) {
-        memcpy(d, &x, 8);
-        memcpy(d + n - 8, &x, 8);
-    } else if (n >= 4) {
-        memcpy(d, &x, 4);
-        memcpy(d + n - 4, &x, 4);
-    } else if (n >= 2) {
-        memcpy(d, &x, 2);
-        memcpy(d + n - 2, &x, 2);
-    } else if (n == 1) {
-        memcpy(d, &x, 1);
-    }
-}
-
-/* n copies of the W-byte element at s from d with streaming stores for
-   the whole 64-byte lines only: the elements before the first line
-   boundary and after the last one take ordinary stores.  A line streamed
-   in part would leave the write-combining buffer partly filled, a partial
-   write to memory; so it did for every row of a value broadcast along rows
-   off line boundaries, which ran 2.5-4.5x slower than with their lines
-   whole (333 float32 or 500 float16 values a row, 2 threads: 5.4-6.2 ->
-   21-22 GB/s; 777 or 1001 uint8 ones 3-4 -> 19-22 GB/s, their head and
-   tail element by element before).  Returns the elements written:
-   all n, or 0 for a d that is not a whole number of elements from a line
-   boundary (the caller's loop then writes them). */
-static int64_t dmls_stream_fill(int W, const char *s, char *d, int64_t n) {
-    const __m128i v = dmls_splat(s, W);
-    int64_t head, i, body;
-    if ((uintptr_t)d % (uintptr_t)W != 0) return 0;
-    head = dmls_line_gap(d);
-    if (head > n * W) head = n * W;
-    fill_short(d, v, head);
-    d += head;
-    body = (n * W - head) / 64 * 64;
-    for (i = 0; i < body; i += 64) {
-        _mm_stream_si128((__m128i *)(d + i), v);
-        _mm_stream_si128((__m128i *)(d + i + 16), v);
-        _mm_stream_si128((__m128i *)(d + i + 32), v);
-        _mm_stream_si128((__m128i *)(d + i + 48), v);
-    }
-    fill_short(d + body, v, n * W - head - body);
-    return n;
-}
-
 /* Non-temporal transposes, for copies far larger than the caches: the
    destination is written with streaming stores that skip the read for
    ownership (a third of the memory traffic of an ordinary store), each
@@ -1033,7 +979,6 @@ void dmls_isa_sse2(dmls_isa_t *t) {
     t->stream_copy = dmls_stream_copy;
     t->store_fence = sfence;
     t->copy = dmls_copy;
-    t->stream_fill = dmls_stream_fill;
     dmls_interleave_sse2(t);
     dmls_nibble_sse2(t);
 }

@@ -253,32 +253,6 @@ static void test_elements(void) {
 }
 
 /* ---- streamed fills: every offset in a line, every head and tail ---- */
-static void test_stream_fill(void) {
-    int wi, off;
-    int64_t n, i, done;
-    for (wi = 0; wi < 4; wi++)
-        for (off = 0; off < 64; off++) {
-            const int W = widths[wi];
-            unsigned char *base = aligned_alloc(64, 512), *want = malloc(512), elem[8];
-            int ok = 1;
-            fill_random(elem, sizeof elem);
-            for (n = 0; n <= 256 / W && ok; n++) {
-                fill_random(base, 512);
-                memcpy(want, base, 512);
-                done = dmls_isa.stream_fill(W, (const char *)elem, (char *)base + 64 + off, n);
-                dmls_isa.store_fence();
-                /* all n, or none (the caller's loop writes them) */
-                ok = done == 0 || done == n;
-                if (off % W != 0 || dmls_isa.level < DMLS_ISA_SSE2) ok = ok && done == 0;
-                for (i = 0; i < done; i++) memcpy(want + 64 + off + i * W, elem, (size_t)W);
-                ok = ok && memcmp(base, want, 512) == 0;
-            }
-            CHECK(ok, "stream fill W=%d off=%d n=%lld", W, off, (long long)(n - 1));
-            free(base);
-            free(want);
-        }
-}
-
 /* The ordinary-store copy of a run (memcpy below DMLS_OWN_COPY_MIN bytes,
    its own line-aligned loop from there): lengths on either side of that
    bound and of whole lines, at every destination offset in a line and
@@ -609,7 +583,6 @@ int main(void) {
         seen = level_in_use;
         test_transpose();
         test_elements();
-        test_stream_fill();
         test_copy();
         test_nibbles();
         test_block();
