@@ -550,6 +550,30 @@ def test_wide_transposes_from_rows_an_odd_multiple_of_1_kib_apart(level, dtype, 
 
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("dtype,op,sizes", [
+    ("uint8", "gather", (1024, 1024)), ("int8", "gather", (2048, 3072)), ("uint8", "scatter", (1024, 5120)),
+    ("uint8", "scatter", (3072, 1024)), ("int8", "copy", (1024, 1000)), ("uint8", "gather", (1024, 3)),
+], ids=str)
+def test_one_byte_transposes_into_rows_an_odd_multiple_of_1_kib_apart(level, dtype, op, sizes, threads):
+    # One-byte values from cache, source and destination rows a multiple of
+    # 1 KiB apart but destination rows not of 2 KiB, go through the padded
+    # destination buffer; a 1000-value segment of a 3 KiB pitch (ragged
+    # columns) and a matrix three columns wide (no whole micro-block of j);
+    # against numpy.
+    rows, cols = sizes
+    colmajor = ds.BufferTensorDesc(dtype, sizes, strides=[1, rows])
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    padded = ds.BufferTensorDesc(dtype, sizes, strides=[3072, 1])
+    src, dst = {"gather": (colmajor, packed), "scatter": (packed, colmajor), "copy": (colmajor, padded)}[op]
+    main = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8).main
+    if cols > 16:
+        assert main.mode == "tile"
+        k, kss, kds = main.tile
+        assert kds % 1024 == 0 and kds % 2048 != 0 and main.inner[1] % 1024 == 0
+    _check_column_major(dtype, *sizes, op, padded, level)
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,op,sizes", [
     ("float16", "gather", (2051, 1024)),    # 4.2 MB; 3 rows of k past the last tile
     ("uint8", "gather", (4099, 2048)),      # 8.4 MB; 4099 rows (prime): segments of 128 for the tasks
     ("uint8", "gather", (2048, 2048)),      # exactly the least size
