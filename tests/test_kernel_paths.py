@@ -580,12 +580,15 @@ def test_one_byte_transposes_into_rows_an_odd_multiple_of_1_kib_apart(level, dty
     ("float16", "scatter", (1024, 2053)),   # destination rows 2 KiB apart
     ("uint8", "scatter", (4096, 1031)),
     ("float16", "copy", (2100, 1000)),      # 1000 values in a 2 KiB pitch: a ragged segment
+    ("uint8", "gather", (3001, 2048)),      # source rows off lines: 64 bytes of k a tile, 57 past the last
+    ("int16", "scatter", (2048, 1500)),     # source rows 3000 bytes apart, 28 values of k past the last tile
 ], ids=str)
 def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads):
     # One- and two-byte transposes of 4 MiB or more into destination rows a
     # multiple of 2 KiB apart take tiles of 256 source rows, in segments of
-    # as many values where the tasks allow; rows of k past the last tile and
-    # segments shorter than a tile, at the SSE2 and AVX2 levels, against
+    # as many values where the tasks allow, 128 bytes of k a tile (64 where
+    # the source rows are off line boundaries); rows of k past the last tile
+    # and segments shorter than a tile, at the SSE2 and AVX2 levels, against
     # numpy.
     dt = np.dtype(dtype)
     colmajor = ds.BufferTensorDesc(dtype, sizes, strides=[1, sizes[0]])

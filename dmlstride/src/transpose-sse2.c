@@ -121,7 +121,17 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        the size: in one process on the same buffers, alternating (2
        threads), NHWC to NCHW gathers of 8-64 uint8, int8, int16 or float16
        channels into planes of 32 x 32 to 128 x 128 (0.5-8 MiB) ran 1.12-2.02x
-       faster, all 17 (64 float16 channels of 64 x 64, 8 MiB: 1.86x). */
+       faster, all 17 (64 float16 channels of 64 x 64, 8 MiB: 1.86x).
+       Staged source rows off line boundaries give a tall tile 64 bytes of
+       k rather than 128: each row's copy then reads two lines, not three,
+       and the tile's staged rows (256 x 80 bytes) stay in a 32 KiB L1
+       beside its destination stage, where 256 x 144 did not.  In one
+       process on the same buffers, alternating (2 threads), 2-D uint8,
+       int16 and float16 transposes of 8-15 MB with such rows ran 1.03-1.45x
+       faster (3001 x 4096 uint8 1.43-1.45x both ways, 1.13-1.22x on one
+       thread), NHWC to NCHW gathers of 300 one- or two-byte channels
+       1.03x; source rows a multiple of 1 KiB apart (2048 x 4096 uint8,
+       2048 x 2048 float16) ran 0.87-1.07x, and keep 128 bytes. */
     const int tall = W <= 2 && dk % 2048 == 0 &&
                      ((flags & DMLS_TRANSPOSE_TALL) || (sj <= DMLS_UNSTAGED_ROW_BYTES && cached));
     /* From memory, 1- and 2-byte values into destination rows written in
@@ -151,7 +161,8 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        rows are longer, 0.83-1.14x, so not those. */
     const int deep = !cached && W <= 2 && dk <= 1024 && sj % 1024 == 0 &&
                      TJ * (256 + 16) <= DMLS_SCRATCH_REGION - 16 * DMLS_STAGE_PITCH;
-    const int64_t TK = (tall ? DMLS_TALL_K_BYTES : deep ? 256 : jn > TJ ? 64 : cached ? 256
+    const int64_t tall_k = sj % 64 != 0 && sj > DMLS_UNSTAGED_ROW_BYTES ? DMLS_TALL_K_BYTES / 2 : DMLS_TALL_K_BYTES;
+    const int64_t TK = (tall ? tall_k : deep ? 256 : jn > TJ ? 64 : cached ? 256
                         : W <= 2 ? 64 : 128) / W;
     /* With 8 or 16 destination rows per micro-block (W <= 2), rows that
        lie a multiple of 4 KiB apart compete for one L1 set: stage the
