@@ -643,7 +643,37 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     if split_tile_rows(plan):
         plan.l2 = 2 if tile_through_l2(plan) else 0
         split_segments(plan)
+    batch_strided_rows(plan)
     return plan
+
+
+#: Short strided rows (at most 16 values: both sides' fastest dimensions short
+#: and different, which neither a tile nor a block takes) run a task each; the
+#: innermost outer dimension joins the task as a batch of rows (the plan's
+#: ``tile``), up to this many values a task, so that the executor steps its
+#: index of the outer dimensions once a batch rather than once a row.
+STRIDED_BATCH_VALUES = 256
+#: ... as long as this many tasks remain.
+STRIDED_BATCH_MIN_TASKS = 64
+
+
+def batch_strided_rows(plan: KernelPlan) -> None:
+    """Take the innermost outer dimension of a plan of short strided rows as
+    a batch of rows per task (see STRIDED_BATCH_VALUES); a longer one is cut,
+    its batch the largest divisor that fits."""
+    if plan.mode != "strided" or plan.segments != 1 or plan.inner[0] > 16 or not plan.outer:
+        return
+    n, a, b = plan.outer[-1]
+    most = STRIDED_BATCH_VALUES // plan.inner[0]
+    q = next((q for q in range(min(n, most), 1, -1) if n % q == 0), 1)
+    if q < 2 or plan.outer_count // q < STRIDED_BATCH_MIN_TASKS:
+        return
+    if q == n:
+        plan.outer.pop()
+    else:
+        plan.outer[-1] = (n // q, q * a, q * b)
+    plan.tile = (q, a, b)
+    plan.tasks = plan.outer_count * plan.segments
 
 
 #: A transpose cut into fewer tasks than this (an NCHW to NHWC copy of a single
@@ -988,7 +1018,7 @@ def describe(plan: CopyPlan) -> dict:
         "width": m.width,
         "outer": list(m.outer),
         "inner": tuple(m.inner),
-        "tile": tuple(m.tile) if m.mode in ("tile", "interleave") else None,
+        "tile": tuple(m.tile) if m.tile is not None and m.mode in ("tile", "interleave", "strided") else None,
         "tile_pieces": (m.tile_pieces, m.tile_piece) if m.tile_pieces > 1 else None,
         "tasks": m.tasks,
         "segment": m.segment_len,

@@ -298,6 +298,43 @@ def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout
             _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op,batch", [
+    ("int16", (6, 26, 17, 13, 17, 6), (3, 2, 1, 5, 4, 0), "gather", 17),     # a whole dimension a batch
+    ("int16", (6, 26, 17, 13, 17, 6), (3, 2, 1, 5, 4, 0), "scatter", 17),
+    ("float32", (7, 4, 39, 22, 4, 6), (5, 3, 0, 1, 2, 4), "scatter", 52),    # 1092 rows cut into batches of 52
+    ("uint8", (7, 8, 9, 6, 25, 31), (1, 2, 5, 3, 4, 0), "scatter", 30),
+    ("float64", (31, 22, 6, 37, 5), (3, 1, 0, 4, 2), "gather", 37),
+    ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "gather", None),     # too few tasks: no batch
+    ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "copy", 2),          # into the reversed order
+], ids=str)
+def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads):
+    # Permutations whose fastest source and destination dimensions are both
+    # short and different run element by element, a batch of rows a task
+    # (the plan's tile); gathers, scatters (guard bytes around the
+    # destination) and a copy into another permutation, against numpy.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(reversed(order)))
+    itemsize = np.dtype(dtype).itemsize
+    src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
+    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * itemsize).main
+    assert plan.mode == "strided" and (plan.tile is None if batch is None else plan.tile[0] == batch)
+    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
+    if op == "gather":
+        assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+    elif op == "scatter":
+        out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
+        _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
+    else:
+        out = bytearray(_random_buffer(other.total_tensor_size_in_bytes, 9).tobytes())
+        ds.copy_tensor(buf, strided, out, other)
+        dt = np.dtype(dtype)
+        expect = np.frombuffer(bytes(out), np.uint8).copy()
+        np.ndarray(sizes, dt, buffer=expect, strides=[x * dt.itemsize for x in other.effective_strides])[...] = \
+            _numpy_gather(buf, strided)
+        assert bytes(out) == expect.tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64,
                                   65, 96, 100, 128, 129, 160, 200, 257, 384, 511, 512, 513])

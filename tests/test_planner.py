@@ -45,6 +45,29 @@ def _permuted_plan(op, dtype, sizes, order):
     return _planner.plan_copy(list(sizes), src, dst, d.element_bits).main
 
 
+def test_short_strided_rows_run_in_batches():
+    # Rows of 6 int16 values whose fastest source and destination dimensions
+    # differ and are both short (neither a tile nor a block): the innermost
+    # outer dimension, 17 rows 12 bytes apart on both sides, becomes a batch
+    # of rows per task.
+    sizes = (6, 26, 17, 13, 17, 6)
+    g = _permuted_plan("gather", "int16", sizes, (3, 2, 1, 5, 4, 0))
+    assert g.mode == "strided" and g.inner == (6, 204, 2) and g.tile == (17, 12, 12)
+    assert g.outer == [(6, 2, 1172184), (26, 1224, 45084), (17, 31824, 2652), (13, 541008, 204)]
+    assert g.tasks == g.outer_count == 6 * 26 * 17 * 13
+    # A longer one is cut: 1092 rows (2^2 x 3 x 7 x 13) of 4 values, batches
+    # of 52, the largest divisor within STRIDED_BATCH_VALUES values.
+    s = _permuted_plan("scatter", "float32", (7, 4, 39, 22, 4, 6), (5, 3, 0, 1, 2, 4))
+    assert s.mode == "strided" and s.inner == (4, 24, 4)
+    assert s.tile == (52, 2112, 16) and s.outer[-1] == (21, 52 * 2112, 52 * 16)
+    assert 52 * 4 <= _planner.STRIDED_BATCH_VALUES < 78 * 4      # 78 divides 1092 too
+    assert s.outer_count * 52 * 4 == 7 * 4 * 39 * 22 * 4 * 6
+    # Too few tasks left: rows one a task, as before.
+    f = _permuted_plan("gather", "int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0))
+    assert f.mode == "strided" and f.tile is None and f.tasks == f.outer_count
+    assert f.outer_count // 17 < _planner.STRIDED_BATCH_MIN_TASKS
+
+
 def test_short_rows_run_with_the_shorter_dimension_innermost():
     # 128-byte rows (64 float16 values) of a (0, 2, 1, 3) permutation: the
     # gather writes them in destination order and reads 16 streams; the

@@ -69,7 +69,12 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         else
             DMLS_BY_WIDTH(w, dmls_fill_, (s, d, n, ids));
     } else {
-        DMLS_BY_WIDTH(w, dmls_strided_, (s, d, n, iss, ids));
+        /* a batch of strided rows (only short ones are batched, and those
+           run in dmls_run_tasks: this keeps any other caller exact) */
+        const int64_t kn = p->tile_size > 0 ? p->tile_size : 1;
+        int64_t k;
+        for (k = 0; k < kn; k++)
+            DMLS_BY_WIDTH(w, dmls_strided_, (s + k * p->tile_src_stride, d + k * p->tile_dst_stride, n, iss, ids));
     }
 }
 
@@ -247,10 +252,11 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
 #endif
     if ((p->mode == DMLS_MODE_STRIDED && p->segments == 1 && p->inner_size <= 16) || tiny_tiles(p)) {
-        /* Short strided rows likewise, one a task, and tiny transposes
-           (tiny_tiles), tile_size such rows a task: the width chosen once,
-           not per row. */
-        const int64_t kn = p->mode == DMLS_MODE_TILE ? p->tile_size : 1;
+        /* Short strided rows likewise, one a task (or a batch of
+           tile_size of them, the planner's batch_strided_rows), and tiny
+           transposes (tiny_tiles), tile_size such rows a task: the width
+           chosen once, not per row. */
+        const int64_t kn = p->tile_size > 0 ? p->tile_size : 1;
         const int64_t kss = p->tile_src_stride, kds = p->tile_dst_stride;
         const int64_t n = p->inner_size, iss = p->inner_src_stride, ids = p->inner_dst_stride;
         /* Each task's source is one short span (at most
