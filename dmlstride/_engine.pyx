@@ -106,7 +106,11 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     _load_outer(c, kp.outer)
     c.inner_size, c.inner_src_stride, c.inner_dst_stride = kp.inner
     if kp.tile is not None:
+        if c.mode in (DMLS_MODE_FILL, DMLS_MODE_NIBBLE):
+            raise ValueError(f"plan: a {kp.mode} plan has no tile")
         c.tile_size, c.tile_src_stride, c.tile_dst_stride = kp.tile
+        if c.tile_size < 1:
+            raise ValueError(f"plan: a tile of {c.tile_size} values")
     if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= 7:
         raise ValueError(f"plan: {c.tile_size} interleaved channels; expected 2 to 7")
     if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):

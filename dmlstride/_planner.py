@@ -609,6 +609,13 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     merged = merge_dims(list(zip(sizes, src, dst))) or [(1, width, width)]
     outer = merged[:-1]
     inner_n, inner_ss, inner_ds = merged[-1]
+    run = inner_n * width
+    if (WIDEN_SHORT_RUNS and inner_ss == width and inner_ds == width and run in (2, 4, 8) and outer
+            and all(a % run == 0 and b % run == 0 for _, a, b in outer)):
+        # Contiguous runs of 2, 4 or 8 bytes on both sides (a permutation that
+        # keeps a last dimension of two or four values) are values of that
+        # width: the tile and block kernels take them, not a copy a run.
+        return plan_bytes([n for n, _, _ in outer], [a for _, a, _ in outer], [b for _, _, b in outer], run)
     tile = None
     if inner_ss == width and inner_ds == width:
         mode = "memcpy"
@@ -643,8 +650,13 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     if split_tile_rows(plan):
         plan.l2 = 2 if tile_through_l2(plan) else 0
         split_segments(plan)
-    batch_strided_rows(plan)
+    batch_short_rows(plan)
     return plan
+
+
+#: Whether plan_bytes takes contiguous runs of 2, 4 or 8 bytes (on both sides,
+#: at strides that are multiples of the run) as values of that width.
+WIDEN_SHORT_RUNS = True
 
 
 #: Short strided rows (at most 16 values: both sides' fastest dimensions short
@@ -653,18 +665,28 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
 #: ``tile``), up to this many values a task, so that the executor steps its
 #: index of the outer dimensions once a batch rather than once a row.
 STRIDED_BATCH_VALUES = 256
+#: Likewise contiguous rows of at most SHORT_BATCH_ROW_BYTES (a permutation
+#: that keeps a last dimension of a few values), up to SHORT_BATCH_BYTES a task.
+SHORT_BATCH_ROW_BYTES = 64
+SHORT_BATCH_BYTES = 1024
 #: ... as long as this many tasks remain.
 STRIDED_BATCH_MIN_TASKS = 64
 
 
-def batch_strided_rows(plan: KernelPlan) -> None:
-    """Take the innermost outer dimension of a plan of short strided rows as
-    a batch of rows per task (see STRIDED_BATCH_VALUES); a longer one is cut,
-    its batch the largest divisor that fits."""
-    if plan.mode != "strided" or plan.segments != 1 or plan.inner[0] > 16 or not plan.outer:
+def batch_short_rows(plan: KernelPlan) -> None:
+    """Take the innermost outer dimension of a plan of short strided or
+    contiguous rows as a batch of rows per task (see STRIDED_BATCH_VALUES and
+    SHORT_BATCH_BYTES); a longer one is cut, its batch the largest divisor
+    that fits."""
+    if plan.segments != 1 or not plan.outer:
+        return
+    if plan.mode == "strided" and plan.inner[0] <= 16:
+        most = STRIDED_BATCH_VALUES // plan.inner[0]
+    elif plan.mode == "memcpy" and plan.inner[0] * plan.width <= SHORT_BATCH_ROW_BYTES:
+        most = SHORT_BATCH_BYTES // (plan.inner[0] * plan.width)
+    else:
         return
     n, a, b = plan.outer[-1]
-    most = STRIDED_BATCH_VALUES // plan.inner[0]
     q = next((q for q in range(min(n, most), 1, -1) if n % q == 0), 1)
     if q < 2 or plan.outer_count // q < STRIDED_BATCH_MIN_TASKS:
         return
@@ -1018,7 +1040,7 @@ def describe(plan: CopyPlan) -> dict:
         "width": m.width,
         "outer": list(m.outer),
         "inner": tuple(m.inner),
-        "tile": tuple(m.tile) if m.tile is not None and m.mode in ("tile", "interleave", "strided") else None,
+        "tile": tuple(m.tile) if m.tile is not None and m.mode in ("tile", "interleave", "strided", "memcpy") else None,
         "tile_pieces": (m.tile_pieces, m.tile_piece) if m.tile_pieces > 1 else None,
         "tasks": m.tasks,
         "segment": m.segment_len,

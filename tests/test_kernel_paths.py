@@ -298,6 +298,54 @@ def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout
             _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
 
 
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (203, 234, 8, 4, 2), (3, 2, 0, 1, 4), "gather"),          # runs of 2 bytes
+    ("uint8", (7, 6, 54, 64, 7, 2), (4, 1, 0, 3, 2, 5), "scatter"),
+    ("uint8", (48, 38, 173, 4), (2, 1, 0, 3), "scatter"),                # runs of 4 bytes
+    ("int16", (52, 35, 99, 4), (2, 1, 0, 3), "gather"),                  # runs of 8 bytes
+    ("float16", (29, 39, 57, 6, 2), (3, 0, 2, 1, 4), "copy"),
+    ("uint8", (9, 31, 3, 7, 128, 8), (1, 0, 2, 4, 3, 5), "copy"),
+    ("float32", (301, 77, 2), (1, 0, 2), "gather"),                      # a 2-D transpose of 8-byte values
+], ids=str)
+def test_short_contiguous_runs_as_wider_values(dtype, sizes, order, op, level, threads):
+    # Permutations that keep a last dimension of 2, 4 or 8 bytes run as
+    # permutations of values that wide (the planner's widened plan checked
+    # here); gathers, scatters (guard bytes around the destination) and
+    # copies into the reversed order of the other dimensions, against numpy.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(reversed(order[:-1])) + [order[-1]])
+    itemsize = np.dtype(dtype).itemsize
+    src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
+    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * itemsize).main
+    assert plan.width == sizes[-1] * itemsize
+    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
+    with _isa_level(level):
+        if op == "gather":
+            assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+        elif op == "scatter":
+            out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
+            _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
+        else:
+            out = bytearray(_random_buffer(other.total_tensor_size_in_bytes, 9).tobytes())
+            ds.copy_tensor(buf, strided, out, other)
+            dt = np.dtype(dtype)
+            expect = np.frombuffer(bytes(out), np.uint8).copy()
+            np.ndarray(sizes, dt, buffer=expect, strides=[x * dt.itemsize for x in other.effective_strides])[...] = \
+                _numpy_gather(buf, strided)
+            assert bytes(out) == expect.tobytes()
+
+
+def test_short_runs_at_odd_strides_stay_bytes(threads):
+    # Runs of 2 bytes at a source stride of 301 bytes keep one-byte values
+    # (a copy a run); gathered against numpy.
+    desc = ds.BufferTensorDesc("uint8", [40, 50, 2], strides=[301, 6, 1])
+    assert _planner.plan_copy([40, 50, 2], [301, 6, 1], [100, 2, 1], 8).main.width == 1
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, 3)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op,batch", [
     ("int16", (6, 26, 17, 13, 17, 6), (3, 2, 1, 5, 4, 0), "gather", 17),     # a whole dimension a batch
     ("int16", (6, 26, 17, 13, 17, 6), (3, 2, 1, 5, 4, 0), "scatter", 17),
@@ -359,9 +407,13 @@ def _check_short_last_dimension(dtype, last, stream):
     buf = _random_buffer(packed.total_tensor_size_in_bytes, last)
     assert ds.gather(buf, swapped).tobytes() == _numpy_gather(buf, swapped).tobytes()
     plan = _engine.Plan(swapped.sizes, swapped.effective_strides, [37 * last, last, 1], swapped.element_bits)
-    assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
-    # Rows of up to 512 bytes run in source order here (29 innermost, not 37).
-    assert plan.describe()["outer"][-1][0] == (29 if last * dt.itemsize <= 512 else 37)
+    if last * dt.itemsize in (2, 4, 8) and last > 1:
+        # rows of 2, 4 or 8 bytes are values of that width (a transpose)
+        assert plan.describe()["width"] == last * dt.itemsize and plan.describe()["mode"] != "memcpy"
+    else:
+        assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
+        # Rows of up to 512 bytes run in source order here (29 innermost, not 37).
+        assert plan.describe()["outer"][-1][0] == (29 if last * dt.itemsize <= 512 else 37)
     values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
     _check_scatter(values, swapped, _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last),
                    offset=32, check_alignment=False)
@@ -453,7 +505,10 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, level,
     raw = _random_buffer(desc.total_tensor_size_in_bytes, size + pitch)
     assert desc.total_tensor_size_in_bytes - size < 4
     with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
-        assert transfer._plan(desc, "gather").describe()["stream"] == stream
+        plan = transfer._plan(desc, "gather").describe()
+        # (one pixel a plane, 8 one-byte channels: runs of 8 bytes, planned
+        # as 3 values of 8 bytes, which a strided copy moves without streaming)
+        assert plan["stream"] == stream or (plan["width"] == channels * size_ and plan["mode"] == "strided")
         got = ds.gather(raw, desc)
     strides = [x * size_ for x in (h * w * pitch, 1, w * pitch, pitch)]
     view = np.lib.stride_tricks.as_strided(raw.view(dtype), (n, channels, h, w), strides)

@@ -68,6 +68,20 @@ def test_short_strided_rows_run_in_batches():
     assert f.outer_count // 17 < _planner.STRIDED_BATCH_MIN_TASKS
 
 
+def test_short_contiguous_runs_are_wider_values():
+    # Runs of 2, 4 or 8 contiguous bytes on both sides (a permutation that
+    # keeps a last dimension of two or four values) are planned as values of
+    # that width, so that the transposing kernels take them.
+    g = _permuted_plan("gather", "uint8", (203, 234, 8, 4, 2), (3, 2, 0, 1, 4))
+    assert g.width == 2 and g.mode in ("tile", "block")
+    f = _permuted_plan("scatter", "float16", (29, 39, 57, 6, 2), (3, 0, 2, 1, 4))
+    assert f.width == 4 and f.mode in ("tile", "block")
+    # A run of 6 bytes is no value width; nor is a run of 2 at an odd stride.
+    assert _permuted_plan("gather", "float16", (73, 8, 97, 68, 3), (3, 1, 0, 2, 4)).width == 2
+    odd = _planner.plan_copy([40, 50, 2], [301, 6, 1], [100, 2, 1], 8).main
+    assert odd.width == 1 and odd.mode == "memcpy" and odd.inner == (2, 1, 1)
+
+
 def test_short_rows_run_with_the_shorter_dimension_innermost():
     # 128-byte rows (64 float16 values) of a (0, 2, 1, 3) permutation: the
     # gather writes them in destination order and reads 16 streams; the

@@ -54,10 +54,16 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
     s += so + j0 * iss;
     d += do_ + j0 * ids;
     if (p->mode == DMLS_MODE_MEMCPY) {
-        if (p->stream && n * w >= DMLS_STREAM_MIN_RUN)
-            dmls_isa.stream_copy(d, s, n * w);
-        else
-            dmls_isa.copy(d, s, n * w);
+        /* a batch of rows (only short ones are batched, and those run in
+           dmls_run_tasks: this keeps any other caller exact) */
+        const int64_t kn = p->tile_size > 0 ? p->tile_size : 1;
+        int64_t k;
+        for (k = 0; k < kn; k++) {
+            if (p->stream && n * w >= DMLS_STREAM_MIN_RUN)
+                dmls_isa.stream_copy(d + k * p->tile_dst_stride, s + k * p->tile_src_stride, n * w);
+            else
+                dmls_isa.copy(d + k * p->tile_dst_stride, s + k * p->tile_src_stride, n * w);
+        }
     } else if (p->mode == DMLS_MODE_FILL) {
         /* ordinary stores (fills never stream: see the planner) */
         if (w == 1 && ids == 1)
@@ -212,6 +218,16 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            A copy that streams writes such rows with plain stores anyway
            (row() streams from DMLS_STREAM_MIN_RUN bytes). */
         const int64_t n = p->inner_size * p->width;
+        int64_t k;
+        if (p->tile_size > 1) {
+            /* a batch of rows a task (the planner's batch_short_rows) */
+            const int64_t kn = p->tile_size, kss = p->tile_src_stride, kds = p->tile_dst_stride;
+            for (t = t0; t < t1; t++) {
+                for (k = 0; k < kn; k++) dmls_copy_short(d + do_ + k * kds, s + so + k * kss, n);
+                next_outer(p, idx, &so, &do_);
+            }
+            return;
+        }
         if (n > 64 && n % 32 == 0) {
             for (t = t0; t < t1; t++) {
                 dmls_copy_blocks(d + do_, s + so, n);
