@@ -737,6 +737,25 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
         _engine.Plan([7919, 45], colmajor.effective_strides, packed.effective_strides, 32)
 
 
+@pytest.mark.parametrize("sizes,strides,tile,match", [
+    ((300, 64), (1, 0), (2, 1, 64), "has no tile"),            # a fill's passes take no batch
+    ((300, 7), (7, 1), (0, 7, 7), "a tile of 0 values"),        # a batch of no rows
+])
+def test_engine_refuses_batches_it_would_not_run(monkeypatch, sizes, strides, tile, match):
+    # The engine checks the planner's batch of rows (a plan's tile) before
+    # any kernel runs: only passes that run it may have one, of one row or more.
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        plan.main.tile = tile
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    with pytest.raises(ValueError, match=match):
+        _engine.Plan(list(sizes), list(strides), [sizes[1], 1], 8)
+
+
 def _single_block_plan(monkeypatch, change):
     """The engine's plan of a single-block float32 (21, 31, 23, 41) gather in
     order (3, 2, 1, 0) (J = 943 values), ``change`` applied to the planner's
