@@ -393,8 +393,9 @@ def test_permutations_that_keep_a_short_last_dimension(dtype, last, stream, thre
     # two overlapping moves, then 16-byte moves, the last one overlapping,
     # or for multiples of 32 bytes 64-byte blocks loaded before they are
     # stored, the last one overlapping; rows of up to 512 bytes, of less in
-    # a copy that streams) and rows past them, gathered and scattered
-    # (between guard bytes), against numpy.
+    # a copy that streams; longer ones up to 4 KiB in 64-byte blocks unless
+    # the copy streams), rows of 2, 4 and 8 bytes as wider values, and rows
+    # past 4 KiB, gathered and scattered (between guard bytes), against numpy.
     with _stream_threshold(0 if stream else 1 << 62):
         _check_short_last_dimension(dtype, last, stream)
 

@@ -179,6 +179,17 @@ static inline int tiny_tiles(const dmls_plan *p) {
    scatter ran 1.9x faster, its gather 1.1x, rows of 96 and 128 uint8 in a
    copy of 18-23 MB 1.3-2.1x, of 150 int16 or 200 float32 0.9-1.05x. */
 #define DMLS_SHORT_ROW_BYTES 512
+/* Rows longer than that, up to DMLS_INLINE_ROW_BYTES, are copied inline too
+   when the copy does not stream, in 64-byte blocks (dmls_copy_blocks, the
+   last one overlapping): each row through row() and dmls_copy paid a
+   dispatch, a head and a tail call to memcpy.  In one process on the same
+   buffers, alternating (2 threads): permutations that keep a last
+   dimension of 748-1000 bytes (float32 (109, 84, 187) in order (1, 0, 2),
+   which ran at 0.93x PyTorch) and padded rows of 1.2-4 KB, 5-17 MB,
+   1.06-1.37x faster, rows broadcast along H of 800 bytes 1.04-1.24x; copies
+   that stream, and rows past 4 KiB, keep row() (up to 16 KiB gained
+   1.03-1.19x more, within the noise). */
+#define DMLS_INLINE_ROW_BYTES 4096
 #ifdef DMLS_HAVE_FILL_SPLAT
 /* Whether a fill's rows take the inline fill of dmls_run_tasks: contiguous
    rows of 16 bytes or more, each a whole task.  Rows of 2-8 KiB filled
@@ -210,7 +221,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
     if (p->mode == DMLS_MODE_BLOCK) dmls_block_tables(p, scratch);
     outer_offsets(p, t0 / p->segments, idx, &so, &do_);
-    if (p->mode == DMLS_MODE_MEMCPY && p->segments == 1 && p->inner_size * p->width <= DMLS_SHORT_ROW_BYTES &&
+    if (p->mode == DMLS_MODE_MEMCPY && p->segments == 1 && p->inner_size * p->width <= DMLS_INLINE_ROW_BYTES &&
             (!p->stream || p->inner_size * p->width < DMLS_STREAM_MIN_RUN)) {
         /* Short contiguous rows (a permutation that keeps a short last
            dimension): one inline copy per row instead of a dispatch and a
@@ -228,7 +239,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             }
             return;
         }
-        if (n > 64 && n % 32 == 0) {
+        if (n > 64 && (n % 32 == 0 || n > DMLS_SHORT_ROW_BYTES)) {
             for (t = t0; t < t1; t++) {
                 dmls_copy_blocks(d + do_, s + so, n);
                 next_outer(p, idx, &so, &do_);
