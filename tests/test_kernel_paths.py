@@ -888,6 +888,29 @@ def test_few_channels_to_planes_and_back_by_word_transposes(dtype, channels, pix
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("skew", [0, 1, 3])
+@pytest.mark.parametrize("level", [0, 3], ids=["plain", "avx2"])
+def test_interleaved_pixels_stream_in_chunks(dtype, channels, skew, level, threads):
+    # Planes into pixels back to back (an NCHW to NHWC scatter) in a copy
+    # that streams: 4 KiB of pixels at a time interleaved in L1, then
+    # streamed out (whole lines; the ends of each chunk, which share lines
+    # with the next one or with the next segment, with ordinary stores),
+    # into a destination skew values past a line; planes of 4191 pixels,
+    # so chunks end at every offset.  Guard bytes around it, against numpy.
+    sizes = (2, channels, 33, 127)
+    nhwc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    dt = np.dtype(dtype)
+    with _stream_threshold(0), _isa_level(level):
+        plan = _engine.Plan(list(sizes), packed.effective_strides, nhwc.effective_strides, 8 * dt.itemsize)
+        assert plan.describe()["mode"] == "interleave" and plan.describe()["stream"]
+        planes = _random_buffer(nhwc.element_count * dt.itemsize, channels).view(dt).reshape(sizes)
+        out = _at_line_offset(nhwc.total_tensor_size_in_bytes + 64 + 64, 0, 5 + skew)
+        _check_scatter(planes, nhwc, out, offset=64 + skew * dt.itemsize, check_alignment=False)
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes", [(3, 5, 7, 9, 11, 6), (2, 13, 4, 19, 23, 7), (5, 3, 2, 3, 40, 2)], ids=str)
 def test_short_planes_interleaved_task_by_task(dtype, sizes, threads):
     # A 6-D gather whose planes (the source's runs) are a few values of a

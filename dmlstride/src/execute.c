@@ -25,6 +25,10 @@ static inline int few_channels(const dmls_plan *p) {
                                                    p->inner_dst_stride != w));
 }
 
+/* Bytes of interleaved pixels staged at a time before they are streamed. */
+#define DMLS_INTERLEAVE_CHUNK 4096
+typedef char dmls_interleave_chunk_fits[DMLS_INTERLEAVE_CHUNK + 64 <= DMLS_SCRATCH_REGION ? 1 : -1];
+
 /* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
 static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,
                 int64_t j0, int64_t j1, const dmls_rows *next, char *scratch) {
@@ -38,6 +42,24 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         dmls_nibble_row(p, (const uint8_t *)s, (uint8_t *)d, so + j0 * iss, do_ + j0 * ids, n, iss, ids);
         return;
     case DMLS_MODE_INTERLEAVE:
+        if (p->stream && ids == p->tile_size * w) {
+            /* Pixels back to back in a copy far larger than the caches:
+               DMLS_INTERLEAVE_CHUNK bytes of them at a time interleaved
+               into the scratch region, at the destination's offset within
+               a line, then written out with streaming stores (whole lines;
+               their ends with ordinary ones). */
+            const int64_t px = DMLS_INTERLEAVE_CHUNK / ids;
+            const char *sp = s + so;
+            char *dp = d + do_;
+            int64_t j, m;
+            for (j = j0; j < j1; j += m) {
+                char *buf = scratch + ((uintptr_t)(dp + j * ids) & 63);
+                m = j1 - j < px ? j1 - j : px;
+                DMLS_BY_WIDTH(w, dmls_interleave_, (sp + j * iss, buf, p->tile_size, p->tile_src_stride, m));
+                dmls_isa.stream_copy(dp + j * ids, buf, m * ids);
+            }
+            return;
+        }
         DMLS_BY_WIDTH(w, dmls_interleave_, (s + so + j0 * iss, d + do_ + j0 * ids, p->tile_size,
                                             p->tile_src_stride, n));
         return;
