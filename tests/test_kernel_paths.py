@@ -298,6 +298,36 @@ def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout
             _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
 
 
+def _permutation_plan_and_check(dtype, sizes, order, other_order, op):
+    """The planner's plan of ``op`` ("gather", "scatter", or "copy" into the
+    ``other_order`` permutation) on the ``order`` permutation of ``sizes``,
+    and a function that runs it against numpy: a scatter between guard
+    bytes, a copy over random destination bytes."""
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), other_order)
+    dt = np.dtype(dtype)
+    src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
+    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * dt.itemsize).main
+    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
+
+    def check():
+        if op == "gather":
+            assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+        elif op == "scatter":
+            out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
+            _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
+        else:
+            out = bytearray(_random_buffer(other.total_tensor_size_in_bytes, 9).tobytes())
+            ds.copy_tensor(buf, strided, out, other)
+            expect = np.frombuffer(bytes(out), np.uint8).copy()
+            np.ndarray(sizes, dt, buffer=expect, strides=[x * dt.itemsize for x in other.effective_strides])[...] = \
+                _numpy_gather(buf, strided)
+            assert bytes(out) == expect.tobytes()
+
+    return plan, check
+
+
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint8", (203, 234, 8, 4, 2), (3, 2, 0, 1, 4), "gather"),          # runs of 2 bytes
@@ -313,28 +343,10 @@ def test_short_contiguous_runs_as_wider_values(dtype, sizes, order, op, level, t
     # permutations of values that wide (the planner's widened plan checked
     # here); gathers, scatters (guard bytes around the destination) and
     # copies into the reversed order of the other dimensions, against numpy.
-    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
-    packed = ds.BufferTensorDesc(dtype, list(sizes))
-    other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(reversed(order[:-1])) + [order[-1]])
-    itemsize = np.dtype(dtype).itemsize
-    src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
-    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * itemsize).main
-    assert plan.width == sizes[-1] * itemsize
-    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
+    assert plan.width == sizes[-1] * np.dtype(dtype).itemsize
     with _isa_level(level):
-        if op == "gather":
-            assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
-        elif op == "scatter":
-            out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
-            _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
-        else:
-            out = bytearray(_random_buffer(other.total_tensor_size_in_bytes, 9).tobytes())
-            ds.copy_tensor(buf, strided, out, other)
-            dt = np.dtype(dtype)
-            expect = np.frombuffer(bytes(out), np.uint8).copy()
-            np.ndarray(sizes, dt, buffer=expect, strides=[x * dt.itemsize for x in other.effective_strides])[...] = \
-                _numpy_gather(buf, strided)
-            assert bytes(out) == expect.tobytes()
+        check()
 
 
 def test_short_runs_at_odd_strides_stay_bytes(threads):
@@ -360,27 +372,9 @@ def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads):
     # short and different run element by element, a batch of rows a task
     # (the plan's tile); gathers, scatters (guard bytes around the
     # destination) and a copy into another permutation, against numpy.
-    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
-    packed = ds.BufferTensorDesc(dtype, list(sizes))
-    other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(reversed(order)))
-    itemsize = np.dtype(dtype).itemsize
-    src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
-    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * itemsize).main
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order)), op)
     assert plan.mode == "strided" and (plan.tile is None if batch is None else plan.tile[0] == batch)
-    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
-    if op == "gather":
-        assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
-    elif op == "scatter":
-        out = bytearray(_random_buffer(strided.total_tensor_size_in_bytes + 128, 7).tobytes())
-        _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
-    else:
-        out = bytearray(_random_buffer(other.total_tensor_size_in_bytes, 9).tobytes())
-        ds.copy_tensor(buf, strided, out, other)
-        dt = np.dtype(dtype)
-        expect = np.frombuffer(bytes(out), np.uint8).copy()
-        np.ndarray(sizes, dt, buffer=expect, strides=[x * dt.itemsize for x in other.effective_strides])[...] = \
-            _numpy_gather(buf, strided)
-        assert bytes(out) == expect.tobytes()
+    check()
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
