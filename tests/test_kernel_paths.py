@@ -349,6 +349,26 @@ def test_short_contiguous_runs_as_wider_values(dtype, sizes, order, op, level, t
         check()
 
 
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("n", range(2, 18))
+def test_short_rows_of_every_count_element_by_element(dtype, n, threads):
+    # Rows of 2-7 values in batches of short strided rows, and rows of 8-17
+    # values of tiny transposes (6 rows of k a task; not for the wider
+    # values, whose 6 rows make whole micro-blocks): the executor's loop
+    # takes each count from 2 to 16 as a constant, others as they come.
+    # Gathered and scattered, against numpy.
+    sizes, order, mode = (((5, 26, 3, 4, 17, n), (3, 2, 1, 5, 4, 0), "strided") if n < 8
+                          else ((3, 10, 15, 37, 6, n), (2, 3, 1, 0, 5, 4), "tile"))
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _planner.plan_copy(list(sizes), desc.effective_strides, packed.effective_strides, desc.element_bits).main
+    assert plan.inner[0] == n and plan.mode == mode
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, n)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+    out = bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 128, n + 1).tobytes())
+    _check_scatter(_numpy_gather(buf, packed), desc, out, offset=64)
+
+
 def test_short_runs_at_odd_strides_stay_bytes(threads):
     # Runs of 2 bytes at a source stride of 301 bytes keep one-byte values
     # (a copy a run); gathered against numpy.

@@ -325,6 +325,13 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
             for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
         }
+        /* Rows of 2-16 values each with their count a constant, so that
+           the element loop is unrolled: in one process on the same buffers,
+           alternating (2 threads), 16 4-D to 6-D permutations of batched
+           short strided rows (2-17 MB) ran 1.30x faster by geometric mean
+           (0.98-1.62x). */
+#define DMLS_ROWS_OF(W_, N_) \
+            for (k = 0; k < kn; k++) dmls_strided_##W_(s + so + k * kss, d + do_ + k * kds, N_, iss, ids)
 #define DMLS_TASK_ROWS(W_) do {                                                   \
             for (t = t0; t < t1; t++) {                                           \
                 if (ahead && t + AHEAD < t1) {                                    \
@@ -332,8 +339,24 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
                     DMLS_PREFETCH_L1(s + aso + span - 1);                        \
                     next_outer(p, aidx, &aso, &ado);                              \
                 }                                                                 \
-                for (k = 0; k < kn; k++)                                          \
-                    dmls_strided_##W_(s + so + k * kss, d + do_ + k * kds, n, iss, ids); \
+                switch (n) {                                                      \
+                case 2: DMLS_ROWS_OF(W_, 2); break;                               \
+                case 3: DMLS_ROWS_OF(W_, 3); break;                               \
+                case 4: DMLS_ROWS_OF(W_, 4); break;                               \
+                case 5: DMLS_ROWS_OF(W_, 5); break;                               \
+                case 6: DMLS_ROWS_OF(W_, 6); break;                               \
+                case 7: DMLS_ROWS_OF(W_, 7); break;                               \
+                case 8: DMLS_ROWS_OF(W_, 8); break;                               \
+                case 9: DMLS_ROWS_OF(W_, 9); break;                               \
+                case 10: DMLS_ROWS_OF(W_, 10); break;                             \
+                case 11: DMLS_ROWS_OF(W_, 11); break;                             \
+                case 12: DMLS_ROWS_OF(W_, 12); break;                             \
+                case 13: DMLS_ROWS_OF(W_, 13); break;                             \
+                case 14: DMLS_ROWS_OF(W_, 14); break;                             \
+                case 15: DMLS_ROWS_OF(W_, 15); break;                             \
+                case 16: DMLS_ROWS_OF(W_, 16); break;                             \
+                default: DMLS_ROWS_OF(W_, n); break;                              \
+                }                                                                 \
                 next_outer(p, idx, &so, &do_);                                    \
             }                                                                     \
         } while (0)
@@ -344,6 +367,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         default: DMLS_TASK_ROWS(8); break;
         }
 #undef DMLS_TASK_ROWS
+#undef DMLS_ROWS_OF
         return;
     }
     if (p->mode == DMLS_MODE_INTERLEAVE && p->segments == 1 &&
