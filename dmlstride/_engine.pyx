@@ -97,8 +97,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     memset(c, 0, sizeof(dmls_plan))
     c.mode = _MODES[kp.mode]
     c.width = kp.width
-    if c.width not in (1, 2, 4, 8):
-        raise ValueError(f"plan: element width {c.width}; expected 1, 2, 4 or 8")
+    if c.width not in (1, 2, 4, 8) and not (c.mode == DMLS_MODE_TILE and dmls_run_tile_width(c.width)):
+        raise ValueError(f"plan: element width {c.width}; expected 1, 2, 4 or 8 "
+                         f"(or runs of 3 to 32 bytes, transposed)")
     c.src_nibble = kp.src_nibble
     c.dst_nibble = kp.dst_nibble
     c.sign_extend = kp.sign_extend
@@ -111,6 +112,10 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.tile_size, c.tile_src_stride, c.tile_dst_stride = kp.tile
         if c.tile_size < 1:
             raise ValueError(f"plan: a tile of {c.tile_size} values")
+    if c.width not in (1, 2, 4, 8) and (kp.tile is None or c.tile_src_stride != c.width
+                                        or c.inner_dst_stride != c.width or kp.stream or kp.l2):
+        raise ValueError(f"plan: runs of {c.width} bytes are transposed only with both sides' "
+                         f"fastest runs contiguous, without streaming or L2 buffers")
     if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= 7:
         raise ValueError(f"plan: {c.tile_size} interleaved channels; expected 2 to 7")
     if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):

@@ -76,6 +76,9 @@ cdef extern from "src/plan.h":
         dmls_plan dst_runs
 
 
+cdef extern from "src/tile-runs.h":
+    int dmls_run_tile_width(int64_t w)
+
 cdef extern from "src/scratch.h":
     char* dmls_scratch() noexcept nogil
 

@@ -349,6 +349,65 @@ def test_short_contiguous_runs_as_wider_values(dtype, sizes, order, op, level, t
         check()
 
 
+ODD_RUNS = [
+    ("uint8", (108, 192, 3), (1, 0, 2)),            # an RGB image turned: runs of 3 bytes
+    ("uint8", (37, 41, 29, 5), (2, 0, 1, 3)),       # 5 bytes, three dimensions scrambled
+    ("float16", (9, 17, 33, 3), (2, 0, 1, 3)),      # 6
+    ("uint8", (70, 80, 6), (1, 0, 2)),
+    ("uint8", (300, 2, 7), (1, 0, 2)),              # 7, two rows of k (or of j)
+    ("int16", (20, 15, 10, 5), (2, 0, 1, 3)),       # 10
+    ("float32", (30, 20, 10, 3), (2, 1, 0, 3)),     # 12
+    ("uint8", (65, 86, 13), (1, 0, 2)),             # 13: tiles of 64 j and 19 k, both ragged
+    ("float16", (129, 3, 7), (1, 0, 2)),            # 14
+    ("float64", (40, 30, 2), (1, 0, 2)),            # 16
+    ("uint8", (2, 20000, 5), (1, 0, 2)),            # few tasks: k cut in pieces, or j in segments
+    ("uint8", (20000, 2, 5), (1, 0, 2)),
+    ("uint8", (20011, 2, 5), (1, 0, 2)),            # a prime k: pieces the executor cuts
+]
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "copy"])
+@pytest.mark.parametrize("dtype,sizes,order", ODD_RUNS, ids=str)
+def test_odd_runs_transposed_whole(dtype, sizes, order, op, threads):
+    # Permutations that keep a last dimension of 3-16 bytes other than 4 and
+    # 8 move its runs whole through the run tile (the planner's plan
+    # checked); gathers from a buffer that ends at the last run, scatters
+    # between guard bytes, and copies into the reversed order of the other
+    # dimensions over random bytes, against numpy.
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
+    assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
+    check()
+
+
+@pytest.fixture
+def runs_up_to_32_bytes(monkeypatch):
+    # The run tile for runs of up to 32 bytes (the kernel takes them; the
+    # planner stops at RUN_TILE_MAX, 16).  Setting the stream threshold to what
+    # it is drops the plans held by descriptor, before and after.
+    monkeypatch.setattr(_planner, "RUN_TILE_MAX", 32)
+    _engine._set_stream_min_total(_planner.stream_min_total)
+    yield
+    monkeypatch.undo()
+    _engine._set_stream_min_total(_planner.stream_min_total)
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("uint8", (40, 30, 24), (1, 0, 2)),
+    ("float32", (31, 33, 5), (1, 0, 2)),            # 20
+    ("uint8", (43, 29, 17), (1, 0, 2)),
+    ("float64", (33, 35, 3), (1, 0, 2)),            # 24
+    ("int16", (25, 26, 11), (1, 0, 2)),             # 22
+    ("uint8", (20, 45, 31), (1, 0, 2)),
+    ("float32", (30, 20, 8), (1, 0, 2)),            # 32
+    ("uint8", (7, 9, 11, 21), (2, 0, 1, 3)),
+], ids=str)
+def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads, runs_up_to_32_bytes):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
+    check()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("n", range(2, 18))
 def test_short_rows_of_every_count_element_by_element(dtype, n, threads):
@@ -425,6 +484,10 @@ def _check_short_last_dimension(dtype, last, stream):
     if last * dt.itemsize in (2, 4, 8) and last > 1:
         # rows of 2, 4 or 8 bytes are values of that width (a transpose)
         assert plan.describe()["width"] == last * dt.itemsize and plan.describe()["mode"] != "memcpy"
+    elif last > 1 and 3 <= last * dt.itemsize <= _planner.RUN_TILE_MAX:
+        # other rows of up to 16 bytes: runs the run tile transposes whole
+        assert plan.describe()["width"] == last * dt.itemsize and plan.describe()["mode"] == "tile"
+        assert not plan.describe()["stream"]
     else:
         assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
         # Rows of up to 512 bytes run in source order here (29 innermost, not 37).
@@ -750,6 +813,33 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
     packed = ds.BufferTensorDesc("float32", (7919, 45))
     with pytest.raises(ValueError, match="pieces do not cover"):
         _engine.Plan([7919, 45], colmajor.effective_strides, packed.effective_strides, 32)
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda p: setattr(p, "mode", "memcpy"), "element width 3"),             # runs only in a transpose
+    (lambda p: setattr(p, "tile", (p.tile[0], 6, p.tile[2])), "runs of 3 bytes are transposed only"),
+    (lambda p: setattr(p, "inner", (p.inner[0], p.inner[1], 6)), "runs of 3 bytes are transposed only"),
+    (lambda p: setattr(p, "stream", True), "runs of 3 bytes are transposed only"),
+    (lambda p: setattr(p, "l2", 2), "runs of 3 bytes are transposed only"),
+    (lambda p: setattr(p, "width", 33), "element width 33"),                   # past the kernel's widths
+])
+def test_engine_refuses_runs_it_would_not_transpose(monkeypatch, change, match):
+    # The engine checks a plan of runs (values of 3 to 32 bytes) before any
+    # kernel runs it: only a transpose of runs back to back on both sides,
+    # with ordinary stores and no L2 buffers.
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        assert plan.main.mode == "tile" and plan.main.width == 3
+        change(plan.main)
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    image = ds.BufferTensorDesc.from_layout("uint8", (108, 192, 3), (1, 0, 2))
+    packed = ds.BufferTensorDesc("uint8", (108, 192, 3))
+    with pytest.raises(ValueError, match=match):
+        _engine.Plan([108, 192, 3], image.effective_strides, packed.effective_strides, 8)
 
 
 @pytest.mark.parametrize("sizes,strides,tile,match", [

@@ -1,6 +1,9 @@
 """The planner's decisions on their own (dmlstride._planner), and the limits
 the C side states (src/engine-limits.h, src/plan.h) against Python's."""
 
+import math
+
+import numpy as np
 import pytest
 
 import dmlstride as ds
@@ -76,10 +79,47 @@ def test_short_contiguous_runs_are_wider_values():
     assert g.width == 2 and g.mode in ("tile", "block")
     f = _permuted_plan("scatter", "float16", (29, 39, 57, 6, 2), (3, 0, 2, 1, 4))
     assert f.width == 4 and f.mode in ("tile", "block")
-    # A run of 6 bytes is no value width; nor is a run of 2 at an odd stride.
-    assert _permuted_plan("gather", "float16", (73, 8, 97, 68, 3), (3, 1, 0, 2, 4)).width == 2
+    # A run of 2 at an odd stride is no value.
     odd = _planner.plan_copy([40, 50, 2], [301, 6, 1], [100, 2, 1], 8).main
     assert odd.width == 1 and odd.mode == "memcpy" and odd.inner == (2, 1, 1)
+
+
+@pytest.mark.parametrize("op,dtype,sizes,order,tile,inner", [
+    # an RGB image turned: runs of 3 bytes; j = 1920 pixels, k = 1080
+    ("gather", "uint8", (1080, 1920, 3), (1, 0, 2), (1080, 3, 5760), (1920, 3240, 3)),
+    ("scatter", "uint8", (1080, 1920, 3), (1, 0, 2), (1920, 3, 3240), (1080, 5760, 3)),
+    ("gather", "float16", (73, 8, 97, 68, 3), (3, 1, 0, 2, 4), (97, 6, 408), (68, 339888, 6)),
+    ("scatter", "int16", (30, 20, 10, 7), (2, 1, 0, 3), (10, 14, 8400), (30, 2800, 14)),   # 14 bytes
+    ("gather", "float64", (40, 30, 2), (1, 0, 2), (40, 16, 480), (30, 640, 16)),              # 16 bytes
+])
+def test_odd_runs_are_values_of_the_run_tile(op, dtype, sizes, order, tile, inner):
+    # Contiguous runs of 3-16 bytes on both sides other than 4 and 8 (a
+    # permutation that keeps a last dimension of 3 bytes, 3 float16, 7
+    # int16 or 2 float64 values) are the values of a transpose (the
+    # engine's run tile): the destination's fastest dimension is j, the
+    # source's k; no streaming, no L2 buffers.
+    p = _permuted_plan(op, dtype, sizes, order)
+    assert (p.mode, p.width, p.tile, p.inner) == ("tile", inner[2], tile, inner)
+    assert not p.stream and p.l2 == 0
+    assert p.outer_count * p.inner[0] * p.tile[0] * p.width == math.prod(sizes) * np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("op,dtype,sizes,order,why", [
+    ("gather", "float64", (40, 30, 3), (1, 0, 2), "runs of 24 bytes: past RUN_TILE_MAX"),
+    ("gather", "float16", (40, 30, 9), (1, 0, 2), "runs of 18 bytes: past RUN_TILE_MAX"),
+    ("gather", "uint8", (40, 30, 4), (1, 0, 2), "runs of 4 bytes: values of that width"),
+])
+def test_other_runs_keep_their_plans(op, dtype, sizes, order, why):
+    p = _permuted_plan(op, dtype, sizes, order)
+    assert p.width in (1, 2, 4, 8), why
+
+
+def test_odd_runs_without_a_source_fast_dimension_stay_rows():
+    # Runs of 3 bytes whose source rows are padded (no dimension has the runs
+    # back to back in the source): rows copied one by one, as before.
+    p = _planner.plan_copy([40, 50, 3], [301, 6, 1], [150, 3, 1], 8).main
+    assert p.mode == "memcpy" and p.width == 1 and p.inner == (3, 1, 1)
+    assert _planner.plan_runs([(40, 301, 150), (50, 6, 3)], 3, 6000) is None
 
 
 def test_short_rows_run_with_the_shorter_dimension_innermost():
@@ -98,7 +138,7 @@ def test_short_rows_run_with_the_shorter_dimension_innermost():
 @pytest.mark.parametrize("sizes,src,dst,why", [
     ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
     ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
-    ([1024, 16, 4], [4, 4096, 1], [64, 4, 1], "source order puts 1024 innermost"),
+    ([1024, 16, 8], [8, 8192, 1], [128, 8, 1], "source order puts 1024 innermost"),
 ])
 def test_other_row_copies_keep_destination_order(sizes, src, dst, why):
     plan = _planner.plan_copy(sizes, src, dst, 32).main

@@ -10,6 +10,7 @@
 #include "pool.h"
 #include "scratch.h"
 #include "tile.h"
+#include "tile-runs.h"
 
 /* A transposition with few source-fast channels (DMLS_SMALL_TILE) goes
    channel by channel, or de-interleaved (2-4), except 5-8 channels, which
@@ -64,7 +65,10 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
                                             p->tile_src_stride, n));
         return;
     case DMLS_MODE_TILE:
-        if (few_channels(p))
+        if (dmls_run_tile_width(w))   /* runs of 3, 5-7 or 9-32 bytes */
+            dmls_run_tile(w, s + so + j0 * iss, iss, d + do_ + j0 * ids, p->tile_dst_stride, p->tile_size, n,
+                          scratch);
+        else if (few_channels(p))
             DMLS_BY_WIDTH(w, dmls_small_k_, (s + so, d + do_, p->tile_size, p->tile_src_stride,
                                              p->tile_dst_stride, j0, j1, iss, ids));
         else
@@ -186,7 +190,8 @@ static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, i
 #define DMLS_TINY_TILE_BYTES 512
 static inline int tiny_tiles(const dmls_plan *p) {
     const int64_t kn = p->tile_size, jn = p->inner_size, n = 16 / p->width;
-    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || kn * jn * p->width > DMLS_TINY_TILE_BYTES)
+    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || kn * jn * p->width > DMLS_TINY_TILE_BYTES ||
+            dmls_run_tile_width(p->width))
         return 0;
     return (kn - kn % n) * (jn - jn % n) * 4 <= kn * jn * 3;
 }

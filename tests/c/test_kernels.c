@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "scratch.h"
 #include "tile.h"
+#include "tile-runs.h"
 
 static int checks = 0, failures = 0;
 static int level_in_use = 0;
@@ -157,6 +158,58 @@ static void test_transpose(void) {
                           (long long)jn, off, stream);
                     bufs_free(&b);
                 }
+}
+
+/* ---- the run tile (runs of 3, 5-7 and 9-32 bytes): every width, tile
+   remainders on both sides, padded source rows, destination rows with gaps
+   (which must survive), and the source buffer ending at the last run's last
+   byte (a sanitizer sees any read past it); directly and through the
+   executor in segments ---- */
+static void test_run_tile(void) {
+    static const int64_t shapes[][2] = {{1, 1}, {85, 64}, {86, 65}, {7, 200}, {300, 3}, {200, 130},
+                                        {2, 1000}, {129, 1}, {1, 129}};
+    int W, si, pad, via;
+    char *scratch = dmls_scratch();
+    for (W = 3; W <= DMLS_RUN_TILE_MAX; W++) {
+        if (!dmls_run_tile_width(W)) continue;
+        for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+            for (pad = 0; pad < 2; pad++)
+                for (via = 0; via < 2; via++) {
+                    const int64_t kn = shapes[si][0], jn = shapes[si][1];
+                    const int64_t iss = kn * W + 5 * pad, kds = jn * W + 7 * pad;
+                    int64_t n[2] = {kn, jn}, ss[2] = {W, iss}, ds[2] = {kds, W};
+                    bufs b;
+                    bufs_new(&b, (size_t)((jn - 1) * iss + kn * W), (size_t)(3 + kn * kds + 64));
+                    if (via == 0) {
+                        dmls_run_tile(W, (char *)b.src, iss, (char *)b.dst + 3, kds, kn, jn, scratch);
+                    } else {
+                        dmls_copy c;
+                        memset(&c, 0, sizeof c);
+                        c.kind = DMLS_COPY_PLAIN;
+                        c.main.mode = DMLS_MODE_TILE;
+                        c.main.width = W;
+                        c.main.outer_count = 1;
+                        c.main.tile_size = kn;
+                        c.main.tile_src_stride = W;
+                        c.main.tile_dst_stride = kds;
+                        c.main.inner_size = jn;
+                        c.main.inner_src_stride = iss;
+                        c.main.inner_dst_stride = W;
+                        c.main.segment_len = 64;
+                        c.main.segments = (jn + 63) / 64;
+                        c.main.tasks = c.main.segments;
+                        c.main.dst_bytes = (int64_t)1 << 20;
+                        dmls_run(&c, (char *)b.src, (char *)b.dst + 3, 2, scratch);
+                    }
+                    ref_copy(2, n, ss, ds, W, (char *)b.src, (char *)b.want + 3);
+                    CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "run tile W=%d k=%lld j=%lld pad=%d via=%d", W,
+                          (long long)kn, (long long)jn, pad, via);
+                    bufs_free(&b);
+                }
+    }
+    CHECK(!dmls_run_tile_width(1) && !dmls_run_tile_width(2) && !dmls_run_tile_width(4) &&
+          !dmls_run_tile_width(8) && !dmls_run_tile_width(DMLS_RUN_TILE_MAX + 1) && dmls_run_tile_width(16),
+          "run tile widths");
 }
 
 /* ---- batches of tiny tiles through the task runner (a permutation that swaps
@@ -582,6 +635,7 @@ int main(void) {
         if (level_in_use == seen) continue;   /* the CPU (or the build) has no such level */
         seen = level_in_use;
         test_transpose();
+        test_run_tile();
         test_elements();
         test_copy();
         test_nibbles();

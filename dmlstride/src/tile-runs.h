@@ -1,0 +1,24 @@
+/* The transposing tile for runs of bytes that are no element width: a
+   permutation that keeps a last dimension of 3 one-byte values (an RGB
+   image turned), 3 float16 or 3 float32 ones, moves whole runs of 3, 6 or
+   12 bytes, a transpose of "values" of that many bytes. */
+#ifndef DMLS_TILE_RUNS_H
+#define DMLS_TILE_RUNS_H
+
+#include <stdint.h>
+
+/* The widths it takes: 3 to DMLS_RUN_TILE_MAX bytes, other than 4 and 8
+   (whose values the element kernels take); the planner (RUN_TILE_MAX)
+   gives it runs of up to 16. */
+#define DMLS_RUN_TILE_MAX 32
+static inline int dmls_run_tile_width(int64_t w) {
+    return w >= 3 && w <= DMLS_RUN_TILE_MAX && w != 4 && w != 8;
+}
+
+/* A kn x jn transpose of w-byte runs (dmls_run_tile_width(w)): run (k, j)
+   from s + j * iss + k * w to d + k * kds + j * w.  Reads stay within the
+   runs' bytes, writes too.  stage: DMLS_RUN_TILE_STAGE bytes. */
+#define DMLS_RUN_TILE_STAGE 24576
+void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
+
+#endif
