@@ -913,13 +913,43 @@ def tall_tile_segments(plan: KernelPlan) -> bool:
             and kds % 2048 == 0)
 
 
+#: A transpose into destination rows back to back of at most this many bytes
+#: (pixels of an NCHW to NHWC copy) keeps its rows whole (whole_short_pixels).
+WHOLE_PIXEL_BYTES = 1024
+
+
+def whole_short_pixels(plan: KernelPlan) -> bool:
+    """Whether a tile plan's rows of j stay whole, one segment: destination
+    rows back to back (the pixels of an NCHW to NHWC copy) of at most
+    WHOLE_PIXEL_BYTES, not through L2.  Threads share such a copy by pieces
+    of k instead (split_tile_rows), each writing whole pixels.
+
+    Cut into segments of 64 values, 72 float16 channels went out as tasks of
+    64 channels and tasks of 8 (16 of each 144-byte pixel, on lines the other
+    task writes too), neither of them rows back to back for the kernels of
+    short rows: in one process on the same buffers, alternating (2 threads),
+    23 NCHW to NHWC gathers and scatters of 66-700 channels (pixels of 66
+    bytes to 1 KB, 5.8-80 MB), 25 measurements, ran 1.50x faster by geometric
+    mean, 1.02-3.02x in 24 (a 24 MB float16 gather of 72 channels 0.21 ->
+    0.44 of the memcpy limit), 0.73x once (a 700-channel uint8 gather, 1.36x
+    and 1.75x in two later rounds); images of 0.6-0.7 MB in cache, whole,
+    0.95-0.96x.  Only where the whole copy's
+    k (all its images' pixels) gives MIN_TILE_TASKS tasks MIN_TILE_ROWS of it
+    each (a 371 x 371 matrix keeps its segments), which cutting k into pieces
+    or an outer dimension leaves as it was.
+    """
+    return (plan.mode == "tile" and plan.tile is not None and not plan.l2
+            and plan.tile[2] == plan.inner[0] * plan.width and plan.inner[0] * plan.width <= WHOLE_PIXEL_BYTES
+            and plan.outer_count * plan.tile[0] >= MIN_TILE_TASKS * MIN_TILE_ROWS)
+
+
 def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks);
     through L2, destination runs of at least L2_TILE_RUN bytes; none longer
     than ``longest`` values when it is given."""
     inner_n = plan.inner[0]
     k = task_k(plan)
-    if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS:
+    if plan.mode == "nibble" or inner_n * k <= SEGMENT_ELEMS or whole_short_pixels(plan):
         plan.segment_len = inner_n
     else:
         low = -(-L2_TILE_RUN // plan.width // 64) * 64 if plan.l2 else 64

@@ -628,8 +628,8 @@ def test_one_image_to_channels_last_is_cut_for_threads(dtype, sizes, tasks, thre
     # micro-blocks (45: the kernel for those needs 256 rows); else 16 pieces, the last one
     # shorter (257 x 257 pixels rather than 257 pieces of 257; 251 x 173 pixels of 45 or 48
     # channels, 7 x 593 of 48, a prime 16411 of 40), or fewer where no more fit (14 x 258 of 45:
-    # 14 pieces of 258).  More than 64 channels are cut into segments of 64 as well (200
-    # channels of a prime 16411 pixels: 4 segments x 4 pieces).
+    # 14 pieces of 258).  Pixels of up to 1 KiB stay whole (200 channels of a prime 16411
+    # pixels: 16 pieces of 1026, but of float64 4 segments of 64 channels x 4 pieces).
     planar = ds.BufferTensorDesc(dtype, sizes)
     last = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     plan = _engine.Plan(list(sizes), planar.effective_strides, last.effective_strides, planar.element_bits)
@@ -1290,11 +1290,42 @@ def test_block_cases_reach_whole_and_segmented_blocks():
         assert (True, True) in kinds()
 
 
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("sizes", [(1, 61, 70, 72), (1, 67, 65, 100), (2, 40, 53, 200), (1, 4099, 1, 66)], ids=str)
+def test_short_pixels_whole_in_pieces_of_k(dtype, sizes, threads):
+    # NCHW to NHWC gathers and the scatters back whose pixels of 66-200
+    # channels (up to 1 KiB) stay whole, threads sharing pieces of the pixels
+    # (equal ones, or a prime 4099 in uneven ones), between guard bytes,
+    # against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, (0, 3, 1, 2))
+    plan = transfer._plan(desc, "gather").describe()
+    if sizes[3] * np.dtype(dtype).itemsize <= 1024:
+        assert plan["mode"] == "tile" and plan["segment"] == sizes[3] and plan["tasks"] >= 16
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, sizes[3])
+    expect = _numpy_gather(buf, desc)
+    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+    _check_scatter(expect, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, sizes[2]), offset=16)
+
+
+@pytest.fixture
+def pixels_in_segments(monkeypatch):
+    # Rows of j back to back cut into segments of 64 values whatever their
+    # length (as those over WHOLE_PIXEL_BYTES are).  Setting the stream
+    # threshold to what it is drops the plans held by descriptor, before and
+    # after.
+    monkeypatch.setattr(_planner, "WHOLE_PIXEL_BYTES", 0)
+    _engine._set_stream_min_total(_planner.stream_min_total)
+    yield
+    monkeypatch.undo()
+    _engine._set_stream_min_total(_planner.stream_min_total)
+
+
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_transpose_segments_narrower_than_a_micro_block(dtype, level, threads):
+def test_transpose_segments_narrower_than_a_micro_block(dtype, level, threads, pixels_in_segments):
     # 16 column-major k x j matrices to row-major: rows of j are cut into
-    # segments of 64 values, which leaves a last segment of r = 1 .. N - 1
+    # segments of 64 values (pixels_in_segments: rows of up to 1 KiB back to
+    # back otherwise stay whole), which leaves a last segment of r = 1 .. N - 1
     # values (N = 16 bytes of them), and k (1043 rows) ends mid micro-block:
     # that segment goes through padded micro-blocks.  Gather and scatter,
     # with guard bytes, against numpy.

@@ -122,6 +122,25 @@ def test_odd_runs_without_a_source_fast_dimension_stay_rows():
     assert _planner.plan_runs([(40, 301, 150), (50, 6, 3)], 3, 6000) is None
 
 
+@pytest.mark.parametrize("dtype,sizes,whole", [
+    ("float16", (1, 347, 503, 72), True),      # 144-byte pixels: 16 pieces of k, pixels whole
+    ("uint8", (1, 600, 700, 200), True),
+    ("float32", (1, 101, 103, 250), True),     # 1000 bytes
+    ("float64", (1, 101, 103, 250), False),    # 2000 bytes: past WHOLE_PIXEL_BYTES
+    ("uint8", (1, 40, 50, 200), False),        # 2000 pixels: too few for 16 pieces of 256
+])
+def test_short_pixels_stay_whole(dtype, sizes, whole):
+    # An NCHW to NHWC gather whose pixels (rows of j back to back) hold more
+    # than 64 values keeps them whole, one segment, where its pixels (k) give
+    # 16 tasks of 256 or more; threads share pieces of k.
+    p = _permuted_plan("gather", dtype, sizes, (0, 3, 1, 2))   # (N, H, W, C) from an NCHW buffer
+    assert p.mode == "tile" and p.tile[2] == sizes[3] * p.width
+    if whole:
+        assert p.segments == 1 and p.segment_len == sizes[3] and p.tasks >= _planner.MIN_TILE_TASKS
+    else:
+        assert p.segments > 1 and p.segment_len < sizes[3]
+
+
 def test_short_rows_run_with_the_shorter_dimension_innermost():
     # 128-byte rows (64 float16 values) of a (0, 2, 1, 3) permutation: the
     # gather writes them in destination order and reads 16 streams; the
