@@ -933,10 +933,10 @@ def whole_short_pixels(plan: KernelPlan) -> bool:
     mean, 1.02-3.02x in 24 (a 24 MB float16 gather of 72 channels 0.21 ->
     0.44 of the memcpy limit), 0.73x once (a 700-channel uint8 gather, 1.36x
     and 1.75x in two later rounds); images of 0.6-0.7 MB in cache, whole,
-    0.95-0.96x.  Only where the whole copy's
-    k (all its images' pixels) gives MIN_TILE_TASKS tasks MIN_TILE_ROWS of it
-    each (a 371 x 371 matrix keeps its segments), which cutting k into pieces
-    or an outer dimension leaves as it was.
+    0.95-0.96x.  Only where the whole copy's k (all its images' pixels) gives
+    MIN_TILE_TASKS tasks MIN_TILE_ROWS of it each (a 371 x 371 matrix keeps
+    its segments), a count that cutting k into pieces or an outer dimension
+    leaves as it was.
     """
     return (plan.mode == "tile" and plan.tile is not None and not plan.l2
             and plan.tile[2] == plan.inner[0] * plan.width and plan.inner[0] * plan.width <= WHOLE_PIXEL_BYTES
