@@ -351,6 +351,7 @@ def test_short_contiguous_runs_as_wider_values(dtype, sizes, order, op, level, t
 
 ODD_RUNS = [
     ("uint8", (108, 192, 3), (1, 0, 2)),            # an RGB image turned: runs of 3 bytes
+    ("uint8", (37, 5, 3), (1, 0, 2)),               # 3-byte runs: 5 rows of j, 37 of k
     ("uint8", (37, 41, 29, 5), (2, 0, 1, 3)),       # 5 bytes, three dimensions scrambled
     ("float16", (9, 17, 33, 3), (2, 0, 1, 3)),      # 6
     ("uint8", (70, 80, 6), (1, 0, 2)),
@@ -366,17 +367,20 @@ ODD_RUNS = [
 ]
 
 
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("op", ["gather", "scatter", "copy"])
 @pytest.mark.parametrize("dtype,sizes,order", ODD_RUNS, ids=str)
-def test_odd_runs_transposed_whole(dtype, sizes, order, op, threads):
+def test_odd_runs_transposed_whole(dtype, sizes, order, op, level, threads):
     # Permutations that keep a last dimension of 3-16 bytes other than 4 and
     # 8 move its runs whole through the run tile (the planner's plan
-    # checked); gathers from a buffer that ends at the last run, scatters
-    # between guard bytes, and copies into the reversed order of the other
-    # dimensions over random bytes, against numpy.
+    # checked; 3-byte runs in registers four by four with SSSE3); gathers
+    # from a buffer that ends at the last run, scatters between guard bytes,
+    # and copies into the reversed order of the other dimensions over random
+    # bytes, against numpy.
     plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
     assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
-    check()
+    with _isa_level(level):
+        check()
 
 
 @pytest.fixture

@@ -21,4 +21,8 @@ static inline int dmls_run_tile_width(int64_t w) {
 #define DMLS_RUN_TILE_STAGE 24576
 void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
 
+/* tile-runs-ssse3.c: the stage of 3-byte runs, four rows by four runs at a
+   time (see there); only where dmls_isa.level >= DMLS_ISA_SSSE3. */
+void dmls_run3_stage_ssse3(const char *s, int64_t iss, char *stage, int64_t P, int64_t nj, int64_t na);
+
 #endif
