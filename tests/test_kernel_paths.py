@@ -383,16 +383,22 @@ def test_odd_runs_transposed_whole(dtype, sizes, order, op, level, threads):
         check()
 
 
-@pytest.fixture
-def runs_up_to_32_bytes(monkeypatch):
-    # The run tile for runs of up to 32 bytes (the kernel takes them; the
-    # planner stops at RUN_TILE_MAX, 16).  Setting the stream threshold to what
-    # it is drops the plans held by descriptor, before and after.
-    monkeypatch.setattr(_planner, "RUN_TILE_MAX", 32)
+def _planner_setting(monkeypatch, name, value):
+    # The planner's setting ``name`` at ``value`` for the plans made inside.
+    # Setting the stream threshold to what it is drops the plans held by
+    # descriptor, before and after.
+    monkeypatch.setattr(_planner, name, value)
     _engine._set_stream_min_total(_planner.stream_min_total)
     yield
     monkeypatch.undo()
     _engine._set_stream_min_total(_planner.stream_min_total)
+
+
+@pytest.fixture
+def runs_up_to_32_bytes(monkeypatch):
+    # The run tile for runs of up to 32 bytes (the kernel takes them; the
+    # planner stops at RUN_TILE_MAX, 16).
+    yield from _planner_setting(monkeypatch, "RUN_TILE_MAX", 32)
 
 
 @pytest.mark.parametrize("op", ["gather", "scatter"])
@@ -1314,14 +1320,8 @@ def test_short_pixels_whole_in_pieces_of_k(dtype, sizes, threads):
 @pytest.fixture
 def pixels_in_segments(monkeypatch):
     # Rows of j back to back cut into segments of 64 values whatever their
-    # length (as those over WHOLE_PIXEL_BYTES are).  Setting the stream
-    # threshold to what it is drops the plans held by descriptor, before and
-    # after.
-    monkeypatch.setattr(_planner, "WHOLE_PIXEL_BYTES", 0)
-    _engine._set_stream_min_total(_planner.stream_min_total)
-    yield
-    monkeypatch.undo()
-    _engine._set_stream_min_total(_planner.stream_min_total)
+    # length (as those over WHOLE_PIXEL_BYTES are).
+    yield from _planner_setting(monkeypatch, "WHOLE_PIXEL_BYTES", 0)
 
 
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
