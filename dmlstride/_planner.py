@@ -651,12 +651,19 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                    or mode == "tile" and plan.dst_bytes >= transpose_stream_min()
                    or mode == "interleave" and interleave_streams(plan))
     plan.l2 = 2 if tile_through_l2(plan) else 0
+    split_tasks(plan)
+    batch_short_rows(plan)
+    return plan
+
+
+def split_tasks(plan: KernelPlan) -> None:
+    """Cut a plan's work into tasks: its rows into segments, and a transpose
+    with too few tasks into pieces of k (split_tile_rows), after which whether
+    it goes through L2 and its segments are decided again."""
     split_segments(plan)
     if split_tile_rows(plan):
         plan.l2 = 2 if tile_through_l2(plan) else 0
         split_segments(plan)
-    batch_short_rows(plan)
-    return plan
 
 
 def interleave_streams(plan: KernelPlan) -> bool:
@@ -706,9 +713,7 @@ def plan_runs(outer: list[Dim], run: int, dst_bytes: int) -> KernelPlan | None:
     tile = rest.pop(best)
     plan = KernelPlan(mode="tile", width=run, outer=rest, inner=(inner_n, iss, ids), tile=tile,
                       dst_bytes=dst_bytes)
-    split_segments(plan)
-    if split_tile_rows(plan):
-        split_segments(plan)
+    split_tasks(plan)   # never through L2: a run plan does not stream
     return plan
 
 
