@@ -8,6 +8,7 @@
 #include "isa.h"
 #include "nibble.h"
 #include "pool.h"
+#include "prefetch.h"
 #include "scratch.h"
 #include "tile.h"
 #include "tile-runs.h"
@@ -233,11 +234,6 @@ static inline int fill_rows_inline(const dmls_plan *p) {
    interleaved) of at most this many bytes each ask for those of a task
    ahead (see dmls_run_tasks). */
 #define DMLS_TASK_AHEAD_RUN 1024
-#if defined(__GNUC__) || defined(__clang__)
-#define DMLS_PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
-#else
-#define DMLS_PREFETCH_L1(p) ((void)(p))
-#endif
 
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
@@ -324,7 +320,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            0.96-1.15x. */
         const int64_t span = (n - 1) * iss + (kn - 1) * kss + p->width;
         const int ahead = iss >= 0 && kss >= 0 && span <= DMLS_TASK_AHEAD_RUN;
-        int64_t k, aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a, q;
+        int64_t k, aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
         enum { AHEAD = 4 };
         if (ahead) {
             memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
@@ -340,8 +336,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
 #define DMLS_TASK_ROWS(W_) do {                                                   \
             for (t = t0; t < t1; t++) {                                           \
                 if (ahead && t + AHEAD < t1) {                                    \
-                    for (q = 0; q < span; q += 64) DMLS_PREFETCH_L1(s + aso + q); \
-                    DMLS_PREFETCH_L1(s + aso + span - 1);                        \
+                    dmls_prefetch_l1_lines(s + aso, span);                        \
                     next_outer(p, aidx, &aso, &ado);                              \
                 }                                                                 \
                 switch (n) {                                                      \
@@ -388,16 +383,12 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            in cache. */
         enum { AHEAD = 4 };
         const int64_t kn = p->tile_size, kss = p->tile_src_stride, nb = p->inner_size * p->inner_src_stride;
-        int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a, k, q;
+        int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a, k;
         memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
         for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
         for (t = t0; t < t1; t++) {
             if (t + AHEAD < t1) {
-                for (k = 0; k < kn; k++) {
-                    const char *r = s + aso + k * kss;
-                    for (q = 0; q < nb; q += 64) DMLS_PREFETCH_L1(r + q);
-                    DMLS_PREFETCH_L1(r + nb - 1);
-                }
+                for (k = 0; k < kn; k++) dmls_prefetch_l1_lines(s + aso + k * kss, nb);
                 next_outer(p, aidx, &aso, &ado);
             }
             row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);

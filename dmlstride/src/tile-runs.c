@@ -36,18 +36,13 @@
 
 #include "copy-short.h"
 #include "isa.h"
+#include "prefetch.h"
 
 enum { DMLS_RUN_TILE_ROW = 256, DMLS_RUN_TILE_J = 64, DMLS_RUN_TILE_PAD = 32 };
 /* TK rows of TJ * w + PAD bytes, TK * w <= ROW: at most ROW * TJ + ROW / 3 * PAD. */
 typedef char dmls_run_tile_stage_fits[DMLS_RUN_TILE_ROW * DMLS_RUN_TILE_J + DMLS_RUN_TILE_ROW / 3 * DMLS_RUN_TILE_PAD
                                       <= DMLS_RUN_TILE_STAGE ? 1 : -1];
 typedef char dmls_run_tile_pad_fits[DMLS_RUN_TILE_PAD >= DMLS_RUN_TILE_MAX ? 1 : -1];
-
-#if defined(__GNUC__) || defined(__clang__)
-#define DMLS_RUN_AHEAD(p) __builtin_prefetch((p), 0, 2)
-#else
-#define DMLS_RUN_AHEAD(p) ((void)(p))
-#endif
 
 /* One run of W bytes as a move of the power of two at or above W. */
 static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
@@ -59,13 +54,6 @@ static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
         memcpy(d, s, 16);
     else
         memcpy(d, s, 32);
-}
-
-/* The lines of n bytes from p asked for into L2. */
-static DMLS_COPY_INLINE void run_ahead(const char *p, int64_t n) {
-    int64_t q;
-    for (q = 0; q < n; q += 64) DMLS_RUN_AHEAD(p + q);
-    DMLS_RUN_AHEAD(p + n - 1);
 }
 
 static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn,
@@ -96,7 +84,7 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
             for (b = 0; b < nj; b++) {
                 const char *sp = s + (jb + b) * iss + kb * W;
                 char *tp = stage + b * W;
-                if (b < nnj) run_ahead(s + (njb + b) * iss + nkb * W, nnk * W);
+                if (b < nnj) dmls_prefetch_l2_lines(s + (njb + b) * iss + nkb * W, nnk * W);
                 for (a = b < b0 ? a0 : 0; a + 4 <= wide; a += 4) {
                     run_wide(tp + a * P, sp + a * W, W);
                     run_wide(tp + (a + 1) * P, sp + (a + 1) * W, W);
@@ -107,7 +95,7 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
                 if (wide < nk) dmls_copy_short(tp + wide * P, sp + wide * W, W);
             }
             for (a = 0; a < nk; a++) {
-                if (a < nnk && nnj > 0) run_ahead(d + (nkb + a) * kds + njb * W, nnj * W);
+                if (a < nnk && nnj > 0) dmls_prefetch_l2_lines(d + (nkb + a) * kds + njb * W, nnj * W);
                 dmls_copy_short(d + (kb + a) * kds + jb * W, stage + a * P, nj * W);
             }
         }

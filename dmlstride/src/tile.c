@@ -2,6 +2,7 @@
 
 #include "elements.h"
 #include "isa.h"
+#include "prefetch.h"
 #include "scratch.h"
 #include <string.h>
 
@@ -20,12 +21,6 @@ void dmls_transpose_plain(int w, const char *sj, int64_t iss, char *dj, int64_t 
     if (kdone < kn && jb > 0)
         dmls_tile(w, sj + kdone * w, dj + kdone * kds, kn - kdone, w, kds, 0, jb, iss, w, scratch);
 }
-
-#if defined(__GNUC__) || defined(__clang__)
-#define DMLS_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
-#else
-#define DMLS_PREFETCH_L2(p) ((void)(p))
-#endif
 
 /* The rows of a chunk are short runs (a KiB or so) from as many places,
    each of which the hardware prefetcher only follows once it is under way:
@@ -64,7 +59,7 @@ void dmls_rows_to_l2(char *buf, int64_t pitch, const char *s, const int64_t *off
 void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char *buf, int64_t pitch,
                        int64_t rows, int64_t nbytes, int stream, const dmls_rows *next) {
     const int64_t ahead = next != NULL ? next->rows : 0;
-    int64_t k, r = 0, upto, q;
+    int64_t k, r = 0, upto;
     for (k = 0; k < rows; k++) {
         char *row = d + (offs ? offs[k] : k * stride);
         if (stream)
@@ -72,9 +67,7 @@ void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char 
         else
             memcpy(row, buf + k * pitch, (size_t)nbytes);
         for (upto = ahead * (k + 1) / rows; r < upto; r++) {
-            const char *a = next->s + (next->offs ? next->offs[r] : r * next->stride);
-            for (q = 0; q < next->nbytes; q += 64) DMLS_PREFETCH_L2(a + q);
-            DMLS_PREFETCH_L2(a + next->nbytes - 1);
+            dmls_prefetch_l2_lines(next->s + (next->offs ? next->offs[r] : r * next->stride), next->nbytes);
         }
     }
 }
