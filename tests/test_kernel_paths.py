@@ -418,9 +418,16 @@ def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads, runs_up_to
     check()
 
 
+@pytest.fixture
+def no_short_k_blocks(monkeypatch):
+    # No block with a source group of fewer than 8 values (5 float64 values
+    # make one: see test_short_source_runs_beside_a_long_group_make_a_block).
+    yield from _planner_setting(monkeypatch, "BLOCK_SHORT_K_BYTES", 1 << 40)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("n", range(2, 18))
-def test_short_rows_of_every_count_element_by_element(dtype, n, threads):
+def test_short_rows_of_every_count_element_by_element(dtype, n, threads, no_short_k_blocks):
     # Rows of 2-7 values in batches of short strided rows, and rows of 8-17
     # values of tiny transposes (6 rows of k a task; not for the wider
     # values, whose 6 rows make whole micro-blocks): the executor's loop
@@ -456,11 +463,12 @@ def test_short_runs_at_odd_strides_stay_bytes(threads):
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "gather", None),     # too few tasks: no batch
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "copy", 2),          # into the reversed order
 ], ids=str)
-def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads):
+def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads, no_short_k_blocks):
     # Permutations whose fastest source and destination dimensions are both
     # short and different run element by element, a batch of rows a task
     # (the plan's tile); gathers, scatters (guard bytes around the
     # destination) and a copy into another permutation, against numpy.
+    # (Five float64 values a source row make a block otherwise.)
     plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order)), op)
     assert plan.mode == "strided" and (plan.tile is None if batch is None else plan.tile[0] == batch)
     check()
@@ -1380,6 +1388,84 @@ def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn,
         assert math.prod(n for n, _ in plan["block"]["j"]) == jn
         assert plan["segment"] == segment
         _check_block_case_copies("uint8", f"k{kn}-j{jn}", sizes, order, 0)
+
+
+# Permutations whose source-fast dimension is 4-7 values of 4 or 8 bytes
+# (source runs of 28 bytes or more; runs of 4 or 8 uint8 or int16 values
+# are values of that width) beside a long destination-fast group: a block
+# with a K that short, once a tile of short rows or rows element by element.
+# (dtype, sizes, layout order, copy that blocks, width, K values, J values)
+SHORT_K_BLOCKS = [
+    ("float64", (16, 7, 11, 14), (2, 0, 3, 1), "gather", 8, 7, 154),
+    ("float64", (11, 19, 23, 4), (3, 1, 0, 2), "scatter", 8, 4, 253),
+    ("float64", (9, 18, 5, 7, 3), (1, 3, 0, 4, 2), "gather", 8, 5, 21),
+    ("float64", (13, 18, 5, 6), (1, 3, 0, 2), "scatter", 8, 6, 65),
+    ("uint32", (14, 7, 19, 14), (2, 0, 3, 1), "gather", 4, 7, 266),
+    ("float32", (6, 18, 22, 7), (3, 1, 0, 2), "scatter", 4, 7, 792),
+    ("uint8", (7, 8, 13, 5, 8), (1, 3, 0, 2, 4), "scatter", 8, 5, 91),
+    ("uint8", (11, 21, 7, 4, 8), (1, 3, 0, 2, 4), "scatter", 8, 4, 77),
+    ("uint8", (3, 23, 15, 21, 4), (1, 3, 2, 0, 4), "scatter", 4, 7, 45),
+    ("int16", (5, 14, 18, 5, 4), (3, 1, 0, 2, 4), "scatter", 8, 5, 630),
+    ("int16", (23, 6, 7, 4, 4), (1, 3, 0, 2, 4), "scatter", 8, 4, 161),
+]
+
+
+def _short_k_plans(dtype, sizes, order, op):
+    strided = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    s, p = list(strided.effective_strides), list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    w = np.dtype(ds.numpy_dtype(strided.data_type)).itemsize
+    return strided, _plan(sizes, s, p, w) if op == "gather" else _plan(sizes, p, s, w)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,width,kn,jn", SHORT_K_BLOCKS,
+                         ids=[f"{c[0]}-k{c[5]}x{c[4]}" for c in SHORT_K_BLOCKS])
+def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order, op, width, kn, jn, monkeypatch):
+    _, plan = _short_k_plans(dtype, sizes, order, op)
+    assert plan["mode"] == "block" and plan["width"] == width
+    assert math.prod(n for n, _ in plan["block"]["k"]) == kn
+    assert math.prod(n for n, _ in plan["block"]["j"]) == jn
+    assert kn * width >= _planner.BLOCK_SHORT_K_BYTES
+    # With the bound raised past them, such runs are no block's K.
+    monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", kn * width + 1)
+    _, plan = _short_k_plans(dtype, sizes, order, op)
+    assert plan["mode"] != "block" or math.prod(n for n, _ in plan["block"]["k"]) >= 8
+
+
+# Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
+# uint32 ones, 4-7 uint8 ones) keep their tiles or rows, though a block
+# could take them.
+SHORT_K_TILES = [
+    ("int16", (18, 5, 15, 4, 17), (3, 0, 2, 4, 1), "gather"),
+    ("float16", (8, 13, 22, 6), (1, 3, 0, 2), "scatter"),
+    ("uint8", (8, 3, 4, 13, 19), (1, 3, 0, 4, 2), "gather"),
+    ("uint32", (16, 4, 5, 21, 3), (3, 0, 2, 4, 1), "gather"),
+    ("uint32", (6, 12, 20, 7), (2, 1, 3, 0), "gather"),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", SHORT_K_TILES, ids=[c[0] for c in SHORT_K_TILES])
+def test_shorter_source_runs_are_no_block(dtype, sizes, order, op, monkeypatch):
+    _, plan = _short_k_plans(dtype, sizes, order, op)
+    assert plan["mode"] in ("tile", "strided")
+    monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", 0)   # a block could
+    _, plan = _short_k_plans(dtype, sizes, order, op)
+    assert plan["mode"] == "block" and math.prod(n for n, _ in plan["block"]["k"]) < 8
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("dtype,sizes,order,op,width,kn,jn", SHORT_K_BLOCKS,
+                         ids=[f"{c[0]}-k{c[5]}x{c[4]}" for c in SHORT_K_BLOCKS])
+def test_short_k_blocks_gather_and_scatter(dtype, sizes, order, op, width, kn, jn, level, stream, threads):
+    # Both directions against numpy, the scatter's guard bytes and the
+    # elements' gaps included (a block plan for one of them at least).
+    with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
+        strided, plan = _short_k_plans(dtype, sizes, order, op)
+        assert plan["mode"] == "block" and math.prod(n for n, _ in plan["block"]["k"]) == kn
+        buf = _random_buffer(strided.total_tensor_size_in_bytes + 64, kn)
+        got = ds.gather(buf, strided)
+        assert got.tobytes() == _numpy_gather(buf, strided).tobytes()
+        _check_scatter(got, strided, _random_buffer(strided.total_tensor_size_in_bytes + 64, jn))
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
