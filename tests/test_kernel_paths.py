@@ -1410,25 +1410,21 @@ SHORT_K_BLOCKS = [
 ]
 
 
-def _short_k_plans(dtype, sizes, order, op):
-    strided = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    s, p = list(strided.effective_strides), list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
-    w = np.dtype(ds.numpy_dtype(strided.data_type)).itemsize
-    return strided, _plan(sizes, s, p, w) if op == "gather" else _plan(sizes, p, s, w)
+def _short_k_plan(dtype, sizes, order, op):
+    return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op,width,kn,jn", SHORT_K_BLOCKS,
                          ids=[f"{c[0]}-k{c[5]}x{c[4]}" for c in SHORT_K_BLOCKS])
 def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order, op, width, kn, jn, monkeypatch):
-    _, plan = _short_k_plans(dtype, sizes, order, op)
-    assert plan["mode"] == "block" and plan["width"] == width
-    assert math.prod(n for n, _ in plan["block"]["k"]) == kn
-    assert math.prod(n for n, _ in plan["block"]["j"]) == jn
+    plan = _short_k_plan(dtype, sizes, order, op)
+    assert plan.mode == "block" and plan.width == width
+    assert plan.block.k_elems == kn and plan.block.j_elems == jn
     assert kn * width >= _planner.BLOCK_SHORT_K_BYTES
     # With the bound raised past them, such runs are no block's K.
     monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", kn * width + 1)
-    _, plan = _short_k_plans(dtype, sizes, order, op)
-    assert plan["mode"] != "block" or math.prod(n for n, _ in plan["block"]["k"]) >= 8
+    plan = _short_k_plan(dtype, sizes, order, op)
+    assert plan.mode != "block" or plan.block.k_elems >= 8
 
 
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
@@ -1445,11 +1441,10 @@ SHORT_K_TILES = [
 
 @pytest.mark.parametrize("dtype,sizes,order,op", SHORT_K_TILES, ids=[c[0] for c in SHORT_K_TILES])
 def test_shorter_source_runs_are_no_block(dtype, sizes, order, op, monkeypatch):
-    _, plan = _short_k_plans(dtype, sizes, order, op)
-    assert plan["mode"] in ("tile", "strided")
+    assert _short_k_plan(dtype, sizes, order, op).mode in ("tile", "strided")
     monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", 0)   # a block could
-    _, plan = _short_k_plans(dtype, sizes, order, op)
-    assert plan["mode"] == "block" and math.prod(n for n, _ in plan["block"]["k"]) < 8
+    plan = _short_k_plan(dtype, sizes, order, op)
+    assert plan.mode == "block" and plan.block.k_elems < 8
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
@@ -1460,12 +1455,11 @@ def test_short_k_blocks_gather_and_scatter(dtype, sizes, order, op, width, kn, j
     # Both directions against numpy, the scatter's guard bytes and the
     # elements' gaps included (a block plan for one of them at least).
     with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
-        strided, plan = _short_k_plans(dtype, sizes, order, op)
-        assert plan["mode"] == "block" and math.prod(n for n, _ in plan["block"]["k"]) == kn
-        buf = _random_buffer(strided.total_tensor_size_in_bytes + 64, kn)
-        got = ds.gather(buf, strided)
-        assert got.tobytes() == _numpy_gather(buf, strided).tobytes()
-        _check_scatter(got, strided, _random_buffer(strided.total_tensor_size_in_bytes + 64, jn))
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            if each == op:
+                assert plan.mode == "block" and plan.block.k_elems == kn
+            check()
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
