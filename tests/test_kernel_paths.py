@@ -1769,6 +1769,29 @@ def test_streamed_planes_off_lines_with_a_row_past_the_last_strip(dtype, channel
     np.testing.assert_array_equal(out, _numpy_gather(values, src_desc))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "int16", "uint32", "float32"])
+@pytest.mark.parametrize("channels", [5, 6, 7, 13, 22, 33, 36])
+@pytest.mark.parametrize("hw", [(61, 97), (64, 96)], ids=["off-lines", "whole-lines"])
+def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, channels, hw, streaming, threads):
+    # NHWC to NCHW with streaming stores into planes of 5917 values (off
+    # line boundaries: a slot per row, each row's lines streamed from its
+    # first boundary) or 6144 (whole lines: bands of one line per plane),
+    # for channel counts that leave 1 to N - 1 planes past the last whole
+    # micro-block strip: one more strip ends at the last plane and stores only
+    # the planes past the strip before.  2-byte pixels of 36 channels (72
+    # bytes) are planned through L2 and take the same kernel.  Against numpy
+    # into a fresh output and into one filled beforehand (a plane left out
+    # keeps its fill).
+    sizes = (2, channels) + hw
+    src_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    values = _random_buffer(src_desc.total_tensor_size_in_bytes, channels + hw[1])
+    expect = _numpy_gather(values, src_desc)
+    assert ds.gather(values, src_desc).tobytes() == expect.tobytes()
+    out = np.full(sizes, 7, dtype)
+    ds.gather(values, src_desc, out=out)
+    assert out.tobytes() == expect.tobytes()
+
+
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short

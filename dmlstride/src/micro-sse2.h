@@ -87,7 +87,7 @@ static inline void dmls_micro8(const char *s, int64_t sj, char *d, int64_t dk) {
 /* One line strip: N k rows by 64 / W j (four micro-blocks side by side),
    each destination row's line written with four streaming stores. */
 #define DMLS_LINE(NAME, N, TCHAIN, RES)                                         \
-static inline void NAME(const char *s, int64_t sj, char *d, int64_t dk) {       \
+static inline void NAME(const char *s, int64_t sj, char *d, int64_t dk, int first) { \
     __m128i o[4][N], x[N], y[N];                                                \
     int q, i;                                                                   \
     _Pragma("GCC unroll 4") for (q = 0; q < 4; q++) {                           \
@@ -97,6 +97,7 @@ static inline void NAME(const char *s, int64_t sj, char *d, int64_t dk) {       
         _Pragma("GCC unroll 16") for (i = 0; i < (N); i++) o[q][i] = RES[i];    \
     }                                                                           \
     _Pragma("GCC unroll 16") for (i = 0; i < (N); i++)                          \
+        if (i >= first)                                                         \
     _Pragma("GCC unroll 4") for (q = 0; q < 4; q++)                             \
         _mm_stream_si128((__m128i *)(d + i * dk + q * 16), o[q][i]);            \
 }

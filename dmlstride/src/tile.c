@@ -214,6 +214,20 @@ static int transpose_flags(const dmls_plan *p) {
    141-column matrix scattered 0.61-0.63x). */
 #define DMLS_SHIFTED_L2_SHORT 160
 #define DMLS_SHIFTED_L2_LONG 1024
+/* Source rows at most this many bytes apart (the pixels of an NHWC to NCHW
+   gather) take nt_shifted whatever the plan's L2 buffers and the rows'
+   length, 2-byte values included.  Those figures above were measured
+   while nt_shifted asked for such rows' lines ahead in a way that halved
+   the speed of some (transpose-sse2.c): since, in one process on the same
+   buffers, alternating (2 threads), NHWC to NCHW gathers planned through
+   L2 ran 1.13-1.74x faster through nt_shifted than through the L2
+   buffers (22 and 40 float64 channels 1.45x and 1.27x, 48, 77 and 130
+   float32 1.52x, 1.41x and 1.13x, 36 and 64 int16 1.74x and 1.50x;
+   40-125 MB), 2-D float32 transposes whose rows of 141 values lie 564
+   bytes apart 1.10x and 1.13x.
+   Rows further apart keep the bounds above: 2-D int16 and float16
+   transposes of 34-40 MB through nt_shifted ran 0.82-0.89x. */
+#define DMLS_SHIFTED_CLOSE_ROWS 1024
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
                     char *scratch) {
@@ -279,8 +293,9 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         } else {
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
-            if (p->stream && jn * w >= DMLS_SHIFTED_MIN_RUN && (w >= 4 || (w == 2 && !p->l2)) &&
-                    (!p->l2 || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG)) {
+            const int close = iss <= DMLS_SHIFTED_CLOSE_ROWS;
+            if (p->stream && jn * w >= DMLS_SHIFTED_MIN_RUN && (w >= 4 || (w == 2 && (!p->l2 || close))) &&
+                    (!p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG)) {
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }

@@ -513,6 +513,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
     const int64_t kf = kn - kn % N;
     const int by_lines = W <= 2 && sj % 1024 == 0 && scratch != NULL;   /* E rows of 64 bytes */
     int64_t j0, k, kk, r;
+    int first;
     *kdone = kf == 0 ? 0 : kn;
     if (kf == 0)
         return;
@@ -550,9 +551,9 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
                 }
                 for (kk = 0; kk < E; kk += N) {
                     if (W == 1)
-                        dmls_line1(scratch + kk, 64, db + (k + kk) * dk, dk);
+                        dmls_line1(scratch + kk, 64, db + (k + kk) * dk, dk, 0);
                     else
-                        dmls_line2(scratch + kk * 2, 64, db + (k + kk) * dk, dk);
+                        dmls_line2(scratch + kk * 2, 64, db + (k + kk) * dk, dk, 0);
                 }
                 k += E - N;
                 continue;
@@ -560,16 +561,21 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
             for (upto = ask * (k / N + 1) / steps; asked < upto; asked++)
                 _mm_prefetch(sb + E * sj + asked * 64, _MM_HINT_T0);
             /* Rows past the last whole micro-block row (7 channels leave 3 of 4)
-               as one more strip of N rows ending at kn: it overlaps the strip
-               before, whose rows are written twice with the same values (source
-               and destination never overlap).  Element by element they took 3/7
-               of a 7-channel float32 NHWC to NCHW conversion's work. */
+               as one more strip of N rows ending at kn, of which only the rows
+               from kf on are stored: the others are the strip before's.
+               Element by element they took 3/7 of a 7-channel float32 NHWC to
+               NCHW conversion's work.  Storing the strip's rows before kf as
+               well (again, with the same values) cost its planes a line more
+               per band for each: in one process on the same buffers,
+               alternating (2 threads), gathers of 7 and 10 float32 channels
+               and 9 float64 ones (45-53 MB) ran 1.11-1.21x faster without. */
             kk = k < kf ? k : kn - N;
+            first = k < kf ? 0 : (int)(kf - kk);
             switch (W) {
-            case 1: dmls_line1(sb + kk, sj, db + kk * dk, dk); break;
-            case 2: dmls_line2(sb + kk * 2, sj, db + kk * dk, dk); break;
-            case 4: dmls_line4(sb + kk * 4, sj, db + kk * dk, dk); break;
-            default: dmls_line8(sb + kk * 8, sj, db + kk * dk, dk); break;
+            case 1: dmls_line1(sb + kk, sj, db + kk * dk, dk, first); break;
+            case 2: dmls_line2(sb + kk * 2, sj, db + kk * dk, dk, first); break;
+            case 4: dmls_line4(sb + kk * 4, sj, db + kk * dk, dk, first); break;
+            default: dmls_line8(sb + kk * 8, sj, db + kk * dk, dk, first); break;
             }
         }
     }
@@ -586,15 +592,17 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    ordinary stores; the columns from the last whole band on are the
    caller's.  Rows in chunks of KC (KC * 128 bytes of scratch).  Rows
    past the last whole micro-block (kn not a multiple of N) are one more
-   strip of N rows ending at kn, moved back by kf + N - kn rows, with
-   slots of its own (the N slots after the last chunk's): it overlaps the
-   strip before, whose lines it writes again with the same values (8-byte
+   strip of N rows ending at kn, moved back by back = kf + N - kn rows,
+   with slots of its own (the N slots after the last chunk's); only its
+   rows from kf on go out, the first back being the strip before's (8-byte
    values gather their one such row instead).  Reads stay within s + j * sj + [0, kn * W)
    for j < nb * E, writes within d + k * dk + [0, nb * E * W) for k < kn.
    See tile.c (DMLS_SHIFTED_MIN_RUN) for where it is used and what it
    measured. */
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch);
 enum { DMLS_SHIFTED_KC = 256, DMLS_SHIFTED_SLOT = 128 };
+/* Bands of rows close together asked for ahead from this many bytes (see below). */
+#define DMLS_SHIFTED_RUN_BYTES 1536
 /* Band b's line of a destination row out of its slot (sl + 64, the band's
    64 bytes; sl, the last band's): the bytes before the row's first line
    boundary for the first band, else the line it completes, streamed; then
@@ -617,13 +625,14 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
     const int64_t back = kf + N - kn;   /* rows the extra strip moves back (row k >= kf is k - back) */
     /* Eight-byte values leave at most one row past the last whole strip:
        it is gathered value by value into its slot, rather than written by
-       an extra strip moved back a row, which wrote the row before it again
-       (a fifth more lines for 5 float64 channels).  In one process on the
-       same buffers, alternating (2 threads), NHWC to NCHW gathers of 5-11
+       an extra strip moved back a row.  In one process on the same
+       buffers, alternating (2 threads), NHWC to NCHW gathers of 5-11
        float64 channels (62-77 MB) ran 1.01-1.14x faster, 5 channels
-       1.12-1.14x in two runs.  Narrower values leave up to N - 1 such rows,
-       which cost more gathered (7 float32 channels 0.83x): they keep the
-       extra strip. */
+       1.12-1.14x in two runs, when the strip stored its row before kf
+       again; with that row left out, the strip still ran 0.83-0.95x of
+       the gathered row (5 and 11 channels).  Narrower values leave up to
+       N - 1 such rows, which cost more gathered (7 float32 channels
+       0.83x): they keep the extra strip. */
     const int gather_rest = W == 8;
     int64_t k0, nk, b, k, i, h, q, ke, re;
     *kdone = *jdone = 0;
@@ -655,14 +664,24 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
            into L1 (see dmls_nt_transpose): in one process on the same
            buffers, alternating (2 threads), gathers of 24-40 float32
            channels into planes of 171 x 173 and 301 x 301 values ran
-           1.27-1.58x faster (the 40-channel one 1.57x), of 8-20 float64
-           ones 1.08-1.12x, 16 float32 ones 1.07x; from bands of 2 KiB
-           rather than 512 bytes, 24 float32 channels gained nothing. */
+           1.27-1.58x faster (the 40-channel one 1.57x).  Bands of such
+           rows under DMLS_SHIFTED_RUN_BYTES go without: a few lines of one
+           run, which the hardware prefetcher follows.  Asked for into L1
+           as a run, then into L2 row by row (the chunk past kn with the
+           extra strip, which missed the test for a run), they cost NHWC to
+           NCHW gathers of 5-33 channels of 2-4 bytes (47-125 MB) half
+           their speed: in one process on the same buffers, alternating (2
+           threads), 5 float32 and uint32 channels ran 1.86-2.08x faster
+           without, 6 float32 1.5x, 11 and 17 float64 1.07-1.11x, 13 and
+           36 int16 1.84x and 1.98x (36 by way of tile.c's choice below),
+           33 float32 1.34x; 24 and 28 float32 channels (bands of 1536 and
+           1792 bytes) 0.94x, so they keep theirs. */
         const int64_t rb = ((re < kn ? re : kn) - k0) * W, lines = (rb + 63) / 64, steps = (ke - k0) / N;
-        const int run = E * sj >= 512 && sj <= 1024 && k0 == 0 && re == kn;
+        const int close = sj <= 1024 && k0 == 0 && re >= kn;
+        const int run = close && E * sj >= DMLS_SHIFTED_RUN_BYTES, quiet = close && !run;
         for (b = 0; b < nb; b++) {
             const char *sb = s + b * E * sj;
-            const int64_t ask = b + 1 < nb ? (run ? E * sj / 64 + 1 : E * lines) : 0;
+            const int64_t ask = b + 1 < nb && !quiet ? (run ? E * sj / 64 + 1 : E * lines) : 0;
             int64_t asked = 0, upto;
             for (k = k0; k < ke; k += N) {
                 const int64_t kk = k < kf ? k : k - back;
@@ -676,7 +695,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
                 for (q = 0; q < 4; q++)
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT)
-                    dmls_slot_out(d + (kk + i) * dk, sl, b);
+                    if (k < kf || i >= back) dmls_slot_out(d + (kk + i) * dk, sl, b);
             }
             for (k = ke; k < re; k++) {   /* the row left (8-byte values) */
                 char *sl = scratch + (k - k0) * SLOT;
@@ -687,6 +706,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
         /* The last whole band's values past the last whole line. */
         for (k = k0; k < re; k++) {
             char *row = d + (k < kf || gather_rest ? k : k - back) * dk, *sl = scratch + (k - k0) * SLOT;
+            if (!gather_rest && k >= kf && k < kf + back) continue;
             h = dmls_line_gap(row);
             memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
         }
