@@ -1769,19 +1769,25 @@ def test_streamed_planes_off_lines_with_a_row_past_the_last_strip(dtype, channel
     np.testing.assert_array_equal(out, _numpy_gather(values, src_desc))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "int16", "uint32", "float32"])
-@pytest.mark.parametrize("channels", [5, 6, 7, 13, 22, 33, 36])
-@pytest.mark.parametrize("hw", [(61, 97), (64, 96)], ids=["off-lines", "whole-lines"])
-def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, channels, hw, streaming, threads):
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "int16", "uint32", "float32"])
+@pytest.mark.parametrize("channels", [5, 6, 7, 13, 17, 22, 33, 36, 64])
+@pytest.mark.parametrize("planes", ["off-lines", "whole-lines"])
+def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, channels, planes, streaming, threads):
     # NHWC to NCHW with streaming stores into planes of 5917 values (off
     # line boundaries: a slot per row, each row's lines streamed from its
     # first boundary) or 6144 (whole lines: bands of one line per plane),
+    # 15520 and 15360 one-byte values (a task's piece of each plane then
+    # reaches the 1 KiB these kernels take),
     # for channel counts that leave 1 to N - 1 planes past the last whole
     # micro-block strip: one more strip ends at the last plane and stores only
     # the planes past the strip before.  2-byte pixels of 36 channels (72
-    # bytes) are planned through L2 and take the same kernel.  Against numpy
+    # bytes) are planned through L2 and take the same kernel, as do one-byte
+    # pixels of 16-64 channels (5-15 take the short-row kernel).  Against numpy
     # into a fresh output and into one filled beforehand (a plane left out
     # keeps its fill).
+    hw = {"off-lines": (61, 97), "whole-lines": (64, 96)}[planes]
+    if dtype == "uint8":
+        hw = {"off-lines": (160, 97), "whole-lines": (160, 96)}[planes]
     sizes = (2, channels) + hw
     src_desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     values = _random_buffer(src_desc.total_tensor_size_in_bytes, channels + hw[1])
