@@ -49,6 +49,11 @@ enum {
 };
 /* A tall tile's source rows (DMLS_TRANSPOSE_TALL). */
 #define DMLS_TALL_TILE_ROWS 256
+/* Source rows at most this many bytes apart (the pixels of an NHWC to NCHW
+   copy) lie close together: a band of them is one run of memory, asked for
+   as such where asked for at all (transpose-sse2.c), and tile.c sends them
+   to nt_shifted whatever the plan's L2 buffers. */
+#define DMLS_CLOSE_ROW_BYTES 1024
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */

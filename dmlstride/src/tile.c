@@ -214,9 +214,9 @@ static int transpose_flags(const dmls_plan *p) {
    141-column matrix scattered 0.61-0.63x). */
 #define DMLS_SHIFTED_L2_SHORT 160
 #define DMLS_SHIFTED_L2_LONG 1024
-/* Source rows at most this many bytes apart (the pixels of an NHWC to NCHW
-   gather) take nt_shifted whatever the plan's L2 buffers and the rows'
-   length, 2-byte values included.  Those figures above were measured
+/* Source rows close together (DMLS_CLOSE_ROW_BYTES apart at most: the
+   pixels of an NHWC to NCHW gather) take nt_shifted whatever the plan's L2
+   buffers and the rows' length, 2-byte values included.  Those figures above were measured
    while nt_shifted asked for such rows' lines ahead in a way that halved
    the speed of some (transpose-sse2.c): since, in one process on the same
    buffers, alternating (2 threads), NHWC to NCHW gathers planned through
@@ -234,7 +234,17 @@ static int transpose_flags(const dmls_plan *p) {
    1.08-1.66x faster, 1.37x by geometric mean of 10; of 500 and 700
    channels 0.95x and 0.86x, so pixels of more than a line keep the
    tile. */
-#define DMLS_SHIFTED_CLOSE_ROWS 1024
+/* Whether a streaming transpose of rows off line boundaries (kn values of w
+   bytes a source row, rows iss bytes apart, jn of them) takes nt_shifted,
+   by the bounds above. */
+static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, int64_t iss) {
+    const int close = iss <= DMLS_CLOSE_ROW_BYTES;
+    if (!p->stream || jn * w < DMLS_SHIFTED_MIN_RUN) return 0;
+    if (w == 1) return close && kn <= 64;
+    if (w == 2 && p->l2 && !close) return 0;
+    if (w != 2 && w < 4) return 0;
+    return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG;
+}
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
                     char *scratch) {
@@ -300,9 +310,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         } else {
             /* Rows off line boundaries: through L2 when planned (and the
                copy streams: a fresh output takes plain stores). */
-            const int close = iss <= DMLS_SHIFTED_CLOSE_ROWS;
-            if (p->stream && jn * w >= DMLS_SHIFTED_MIN_RUN && (w >= 4 || (w == 2 && (!p->l2 || close)) || (w == 1 && close && kn <= 64)) &&
-                    (!p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG)) {
+            if (takes_nt_shifted(p, w, kn, jn, iss)) {
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }

@@ -534,7 +534,7 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
            0.96-1.07x, even.  Bands of under 2 KiB (16 float32 channels,
            0.92x with requests) and rows further apart (each its own
            stream: a 4096 x 4096 float32 transpose 0.94x) go without. */
-        const int64_t ask = E * sj >= 2048 && sj <= 1024 && j0 + E < jn ? E * sj / 64 + 1 : 0;
+        const int64_t ask = E * sj >= 2048 && sj <= DMLS_CLOSE_ROW_BYTES && j0 + E < jn ? E * sj / 64 + 1 : 0;
         const int64_t steps = (kn + N - 1) / N;
         /* By lines (see above): k0..k1, whole lines of each row when the
            rows start 16-byte steps past a line boundary (k0 the values
@@ -677,7 +677,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
            33 float32 1.34x; 24 and 28 float32 channels (bands of 1536 and
            1792 bytes) 0.94x, so they keep theirs. */
         const int64_t rb = ((re < kn ? re : kn) - k0) * W, lines = (rb + 63) / 64, steps = (ke - k0) / N;
-        const int close = sj <= 1024 && k0 == 0 && re >= kn;
+        const int close = sj <= DMLS_CLOSE_ROW_BYTES && k0 == 0 && re >= kn;
         const int run = close && E * sj >= DMLS_SHIFTED_RUN_BYTES, quiet = close && !run;
         for (b = 0; b < nb; b++) {
             const char *sb = s + b * E * sj;
@@ -695,7 +695,7 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
                 for (q = 0; q < 4; q++)
                     simd_micro(W, sb + q * N * sj + kk * W, sj, sl + 64 + q * 16, SLOT);
                 for (i = 0; i < N; i++, sl += SLOT)
-                    if (k < kf || i >= back) dmls_slot_out(d + (kk + i) * dk, sl, b);
+                    if (!(k >= kf && kk + i < kf)) dmls_slot_out(d + (kk + i) * dk, sl, b);
             }
             for (k = ke; k < re; k++) {   /* the row left (8-byte values) */
                 char *sl = scratch + (k - k0) * SLOT;
@@ -705,8 +705,9 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
         }
         /* The last whole band's values past the last whole line. */
         for (k = k0; k < re; k++) {
-            char *row = d + (k < kf || gather_rest ? k : k - back) * dk, *sl = scratch + (k - k0) * SLOT;
-            if (!gather_rest && k >= kf && k < kf + back) continue;
+            const int64_t r = k < kf || gather_rest ? k : k - back;
+            char *row = d + r * dk, *sl = scratch + (k - k0) * SLOT;
+            if (k >= kf && r < kf) continue;   /* the extra strip's rows before kf: not its own */
             h = dmls_line_gap(row);
             memcpy(row + h + (nb - 1) * 64, sl + h, (size_t)(64 - h));
         }
