@@ -2207,6 +2207,62 @@ def test_transposes_of_tiny_tiles(sizes, order, dtype, threads):
     _check_permuted_round_trip(dtype, sizes, order, seed=5)
 
 
+# Tiles whose rows are 8 to 64 bytes on both sides go through two stages in
+# L1 (tile-tiny.c; for one-byte values only tiny ones): every row length at
+# the edges of a register micro-block and of a stage row, and one value
+# past either end, each way round.
+def _staged_tile_lengths(dtype):
+    w = np.dtype(dtype).itemsize
+    edges = {8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 64}
+    return sorted({b // w for b in edges if b // w * w >= 8} | {8 // w - 1, 64 // w + 1} - {0})
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_staged_tiles_of_every_row_length(dtype, threads):
+    lengths = _staged_tile_lengths(dtype)
+    w = np.dtype(dtype).itemsize
+    for a in lengths:
+        for b in lengths:
+            sizes, order = (3, 2, a, b), (1, 0, 3, 2)
+            if a >= 8 and b >= 8 and a * w <= 64 and b * w <= 64:
+                # (fewer than 8 values a side may be an interleave instead)
+                desc = _permuted(dtype, sizes, order, seed=0)[2]
+                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+                plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+                assert plan["mode"] == "tile" and (plan["tile"][0], plan["inner"][0]) == (a, b)
+            _check_permuted_round_trip(dtype, sizes, order, seed=a * 100 + b)
+
+
+def test_staged_tiles_with_source_rows_apart():
+    # Source rows of a tile with a gap after each (the row's values are
+    # contiguous, the rows are not): staged as well, and a tile whose values
+    # are not contiguous in the source goes element by element.
+    rng = np.random.default_rng(8)
+    for dtype in WIDTH_DTYPES:
+        w = np.dtype(dtype).itemsize
+        for a, b in ((16 // w, 24 // w), (40 // w, 12 // w), (9, 13)):
+            if a * w > 64 or b * w > 64:
+                continue
+            for gap, step in ((3, 1), (0, 2)):
+                sizes = (4, b, a)
+                strides = [b * (a * step + gap) + 5, a * step + gap, step]   # elements
+                tdesc = ds.BufferTensorDesc(dtype, [4, a, b], [strides[0], strides[2], strides[1]])
+                buf = rng.integers(0, 256, tdesc.total_tensor_size_in_bytes, dtype=np.uint8)
+                view = np.ndarray(sizes, dtype, buffer=buf, strides=[x * w for x in strides])
+                t = np.swapaxes(view, 1, 2)
+                got = ds.gather(buf, tdesc)
+                assert got.tobytes() == np.ascontiguousarray(t).tobytes()
+                back = np.zeros_like(buf)
+                ds.scatter(got, tdesc, back)
+                mask = np.zeros(buf.size // w, bool)
+                mask[np.add.outer(np.add.outer(np.arange(4) * strides[0], np.arange(b) * strides[1]),
+                                  np.arange(a) * step).ravel()] = True
+                byte_mask = np.repeat(mask, w)
+                byte_mask = np.concatenate([byte_mask, np.zeros(buf.size - byte_mask.size, bool)])
+                assert back[byte_mask].tobytes() == buf[byte_mask].tobytes()
+                assert not back[~byte_mask].any()
+
+
 def _permuted(dtype, sizes, order, seed):
     """Random values of ``sizes`` and a descriptor of them stored in ``order``."""
     w = np.dtype(dtype).itemsize

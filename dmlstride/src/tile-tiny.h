@@ -1,0 +1,33 @@
+/* Tiny transposes through two stages in L1: a permutation that swaps two
+   short dimensions (the last two of a 5-D tensor, 28 x 18 uint8 values a
+   task in tens of thousands of tasks) moves each tile as whole rows into a
+   padded stage, transposes the stage in register micro-blocks, and moves
+   the stage's rows out whole. */
+#ifndef DMLS_TILE_TINY_H
+#define DMLS_TILE_TINY_H
+
+#include <stdint.h>
+
+#include "isa.h"
+
+/* The longest row, either side, a stage row holds (bytes), and the stage's
+   size: two DMLS_TINY_ROW x DMLS_TINY_ROW byte buffers. */
+#define DMLS_TINY_ROW 64
+#define DMLS_TINY_STAGE (2 * DMLS_TINY_ROW * DMLS_TINY_ROW)
+
+/* Whether a kn x jn tile of w-byte values takes dmls_tiny_tile: both
+   sides' rows at least 8 bytes (shorter ones are a copy of a few values,
+   which the element loop does as fast) and at most a stage row. */
+static inline int dmls_tiny_tile_fits(int64_t w, int64_t kn, int64_t jn) {
+    return DMLSTRIDE_HAVE_SIMD && dmls_isa.level >= DMLS_ISA_SSE2 && (w == 1 || w == 2 || w == 4 || w == 8) &&
+           kn * w >= 8 && jn * w >= 8 && kn * w <= DMLS_TINY_ROW && jn * w <= DMLS_TINY_ROW;
+}
+
+/* A kn x jn transpose of w-byte values (dmls_tiny_tile_fits): value
+   (k, j) from s + j * iss + k * w to d + k * kds + j * w.  Reads stay
+   within source rows j < jn of kn values, writes within destination rows
+   k < kn of jn values.  stage: DMLS_TINY_STAGE bytes, which it does not
+   need initialised (the padding it transposes is never copied out). */
+void dmls_tiny_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
+
+#endif
