@@ -75,9 +75,15 @@ BLOCK_L2_MIN_DEST_RUN = 128
 #: from L2 too.
 BLOCK_L2_DEST_RUN = 256
 #: ... and a block longer than L2 holds, copied through it in chunks, is
-#: taken when its runs cost at most this fraction of the short block's (a
-#: 6-D case at 0.25 measured 10-25% faster, a 5-D one at 0.41 5-10% slower).
-BLOCK_L2_BIG_GAIN = 0.35
+#: taken when its runs cost less than this fraction of the short block's.
+#: At 0.35 (a 6-D case at 0.25 had measured 10-25% faster, a 5-D one at
+#: 0.41 5-10% slower), most permutations whose big block's runs cost
+#: 0.35-1.0 of the short block's kept the short one.  In one process on the
+#: same buffers, alternating (2 threads), 19 unnamed 5-D and 6-D ones of
+#: 20-65 MB that 1.0 plans otherwise ran 1.16x faster by geometric mean
+#: (0.95-1.70x; the harness's 5-D uint32 gather 1.22x, 0.40 -> 0.49 of the
+#: memcpy limit), 13 of 2-16 MB 1.08x (0.95-1.36x).
+BLOCK_L2_BIG_GAIN = 1.0
 #: Through L2, a side longer than this many bytes is cut into chunks of it.
 BLOCK_L2_RUN = 1024
 #: Transposes through L2: destination runs (segments) of at least this many

@@ -1463,11 +1463,14 @@ def test_short_k_blocks_gather_and_scatter(dtype, sizes, order, op, width, kn, j
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
-def test_one_byte_blocks_hold_four_times_the_values(dtype, threads):
+def test_one_byte_blocks_hold_four_times_the_values(dtype, threads, monkeypatch):
     # One-byte values may fill a block four times as large as wider ones, so
     # that a short K (175 values here) leaves J room for its next dimension
     # (16 x 13 values rather than 16); gather and scatter against numpy,
-    # guard bytes included.
+    # guard bytes included.  (A block of that size, not a big one as long as
+    # the tables allow, which the planner takes from BLOCK_BIG_MIN_TOTAL.)
+    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 1 << 40)
+    monkeypatch.setattr(transfer, "_plans", {})
     sizes, order = (35, 20, 33, 26, 16), (3, 2, 4, 1, 0)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     plan = _plan(sizes, list(desc.effective_strides), list(ds.BufferTensorDesc(dtype, sizes).effective_strides), 1)
