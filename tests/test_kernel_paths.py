@@ -2267,14 +2267,14 @@ def test_staged_tiles_with_source_rows_apart():
 
 
 # Short contiguous rows not back to back on a side (a permutation that keeps
-# a last dimension of 17-512 bytes): the lines of the rows a few tasks on are
-# asked for first (execute.c), single rows of 64-512 bytes and batches of
-# shorter ones; fewer tasks than that distance, as many, and many more.
+# a last dimension of 16-512 bytes): the lines of the rows a few tasks on are
+# asked for first (execute.c), single rows and batches of rows up to 64
+# bytes; fewer tasks than that distance, as many, and many more.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_short_rows_apart_at_every_task_count(dtype, threads):
     w = np.dtype(dtype).itemsize
     batched = single = 0
-    for row_bytes in (24, 40, 56, 64, 72, 96, 200, 512):
+    for row_bytes in (16, 24, 33, 40, 56, 64, 72, 96, 200, 512):
         n = row_bytes // w
         for sizes, order in (((2, 3, n), (1, 0, 2)), ((4, 5, n), (1, 0, 2)), ((17, 3, n), (1, 0, 2)),
                              ((9, 31, n), (1, 0, 2)), ((3, 17, 5, n), (2, 0, 1, 3)),
@@ -2286,7 +2286,7 @@ def test_short_rows_apart_at_every_task_count(dtype, threads):
                 plan = _engine.Plan(sizes, src, dst, 8 * w).describe()
                 if plan["mode"] == "memcpy" and plan["inner"][0] * w == row_bytes:
                     batched += plan["tile"] is not None
-                    single += plan["tile"] is None and row_bytes >= 64
+                    single += plan["tile"] is None
             _check_permuted_round_trip(dtype, sizes, order, seed=row_bytes)
     assert batched > 0 and single > 0
 

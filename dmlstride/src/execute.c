@@ -279,15 +279,19 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            stream of their own there, more streams than the hardware
            prefetcher follows (a gather of 56-byte rows read 306): their
            lines AHEAD tasks on are asked for into L1 first, a batch's
-           source rows, and single rows of 64-512 bytes on either side.  In
+           source rows, and single rows of 16-512 bytes on either side.  In
            one process on the same buffers, alternating (2 threads), 32
            unnamed 5-D and 6-D permutations of 16-64 MB that keep a last
            dimension of 17-512 bytes ran 1.12x faster by geometric mean
            (0.93-1.73x; 0.37-0.64 -> 0.64-1.09 of the memcpy limit in the
-           five fastest).  Rows of 34 bytes far apart ran 0.88x so, and a
-           batch's destination rows 0.80x: those keep the plain loops. */
+           five fastest), with rows of 64 bytes or more only; 14 more of
+           4-D and 5-D permutations with rows of 17-59 bytes, dimensions
+           such as 31, 43 or 53 that leave no batch, 1.14x (0.88-2.07x; a
+           uint8 gather of 33-byte rows 53 streams apart 0.12 -> 0.21).
+           A batch's destination rows ran 0.80x so: those keep the plain
+           loop. */
         const int last = p->outer_ndim - 1;
-        const int ask_rows = n >= 64 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1;
+        const int ask_rows = n >= 16 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1;
         const int ask_src = p->tile_size > 1 ? p->tile_src_stride != n : ask_rows && p->outer_src_stride[last] != n;
         const int ask_dst = ask_rows && p->outer_dst_stride[last] != n;
         if (p->tile_size > 1) {
