@@ -611,6 +611,29 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, level,
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
 
 
+@pytest.mark.parametrize("dtype,channels", [("uint8", 5), ("uint8", 9), ("uint8", 12), ("uint8", 15),
+                                            ("int16", 5), ("int16", 7)])
+def test_streamed_short_pixels_to_planes_at_every_line_offset(dtype, channels, threads):
+    # Streamed, pixels of 5-15 one-byte or 5-7 two-byte channels go to their
+    # planes a chunk of 1024 pixels at a time, whole lines with streaming
+    # stores: a plane's line cut by a chunk's end is held and written whole
+    # with the next chunk's first bytes.  Planes of 1 to 8 chunks and a few
+    # pixels more (one chunk ending a line short, a last chunk shorter than a
+    # line), each plane at another offset within a line, the buffer ending
+    # right after the last pixel; into a fresh output and one filled before.
+    for hw in ((1, 1031), (3, 700), (1, 1024 + 17), (7, 1173), (64, 129), (1, 8192 + 5)):
+        sizes = (3, channels, *hw)
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+        raw = _random_buffer(desc.total_tensor_size_in_bytes, channels + hw[1])
+        with _stream_threshold(0):
+            assert transfer._plan(desc, "gather").describe()["stream"]
+            got = ds.gather(raw, desc)
+            out = np.full(sizes, 0x5A, dtype)
+            ds.gather(raw, desc, out=out)
+        want = _numpy_gather(raw, desc).tobytes()
+        assert got.tobytes() == want and out.tobytes() == want, (dtype, sizes)
+
+
 @pytest.mark.parametrize("dtype,sizes", [
     ("uint8", (30, 12, 120, 120)),     # 4.9 MiB: past the L2 caches, under 8 MiB
     ("int16", (16, 6, 160, 161)),      # 4.7 MiB
