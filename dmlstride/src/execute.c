@@ -141,6 +141,36 @@ static inline void outer_offsets(const dmls_plan *p, int64_t o, int64_t *idx, in
     }
 }
 
+/* The outer index and offsets of a task a few on from the current one:
+   the loops that ask for a task's lines before they copy it keep one. */
+typedef struct {
+    int64_t idx[DMLS_MAX_DIMS];
+    int64_t so, do_;
+} dmls_odometer;
+
+/* o: n tasks on from the one at idx, so, do_. */
+static inline void odometer_ahead(const dmls_plan *p, dmls_odometer *o, const int64_t *idx, int64_t so,
+                                  int64_t do_, int64_t n) {
+    int64_t i;
+    memcpy(o->idx, idx, (size_t)p->outer_ndim * sizeof *idx);
+    o->so = so;
+    o->do_ = do_;
+    for (i = 0; i < n; i++) next_outer(p, o->idx, &o->so, &o->do_);
+}
+
+static inline void odometer_step(const dmls_plan *p, dmls_odometer *o) {
+    next_outer(p, o->idx, &o->so, &o->do_);
+}
+
+/* Ask for the lines of kn source rows of n bytes, kss apart, of the task o
+   is at (into L1), and move o on to the next task. */
+static inline void odometer_ask(const dmls_plan *p, dmls_odometer *o, const char *s, int64_t kn, int64_t kss,
+                                int64_t n) {
+    int64_t k;
+    for (k = 0; k < kn; k++) dmls_prefetch_l1_lines(s + o->so + k * kss, n);
+    odometer_step(p, o);
+}
+
 /* How many elements to move the segment boundaries of a row back so that
    each boundary falls on a destination cache line: 0 unless the row's
    destination is contiguous and off a line boundary.  Then no line is
@@ -298,19 +328,19 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
     const int last = p->outer_ndim - 1;
     const int ask = last >= 0 && p->outer_src_stride[last] != n;
     enum { AHEAD = 8 };
-    int64_t t, gap = 0, aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
+    int64_t t, gap = 0;
+    dmls_odometer ah;
     char *held = NULL;
     if (ask) {
-        memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-        for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
     }
     for (t = t0; t < t1; t++) {
         char *dst = d + do_;
         const char *src = s + so;
         int64_t m = n, head, body;
         if (ask && t + AHEAD < t1) {
-            dmls_prefetch_l2_lines(s + aso, n);
-            next_outer(p, aidx, &aso, &ado);
+            dmls_prefetch_l2_lines(s + ah.so, n);
+            odometer_step(p, &ah);
         }
         if (gap > 0 && dst == held + gap) {
             memcpy(line + gap, src, (size_t)(64 - gap));
@@ -396,14 +426,10 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             const int64_t kn = p->tile_size, kss = p->tile_src_stride, kds = p->tile_dst_stride;
             if (ask_src) {
                 enum { AHEAD = 4 };
-                int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
-                memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-                for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+                dmls_odometer ah;
+                odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
                 for (t = t0; t < t1; t++) {
-                    if (t + AHEAD < t1) {
-                        for (k = 0; k < kn; k++) dmls_prefetch_l1_lines(s + aso + k * kss, n);
-                        next_outer(p, aidx, &aso, &ado);
-                    }
+                    if (t + AHEAD < t1) odometer_ask(p, &ah, s, kn, kss, n);
                     for (k = 0; k < kn; k++) dmls_copy_short(d + do_ + k * kds, s + so + k * kss, n);
                     next_outer(p, idx, &so, &do_);
                 }
@@ -417,14 +443,13 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         }
         if (ask_src || ask_dst) {
             enum { AHEAD = 16 };
-            int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
-            memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-            for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+            dmls_odometer ah;
+            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
             for (t = t0; t < t1; t++) {
                 if (t + AHEAD < t1) {
-                    if (ask_src) dmls_prefetch_l1_lines(s + aso, n);
-                    if (ask_dst) dmls_prefetch_l1_lines(d + ado, n);
-                    next_outer(p, aidx, &aso, &ado);
+                    if (ask_src) dmls_prefetch_l1_lines(s + ah.so, n);
+                    if (ask_dst) dmls_prefetch_l1_lines(d + ah.do_, n);
+                    odometer_step(p, &ah);
                 }
                 if (n > 64 && n % 32 == 0)
                     dmls_copy_blocks(d + do_, s + so, n);
@@ -479,17 +504,13 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         const int64_t kn = p->tile_size, jn = p->inner_size, iss = p->inner_src_stride;
         const int64_t kds = p->tile_dst_stride, span = (jn - 1) * iss + kn * p->width;
         const int ahead = iss >= 0 && span <= DMLS_TASK_AHEAD_RUN;
-        int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
+        dmls_odometer ah;
         enum { AHEAD = 4 };
         if (ahead) {
-            memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-            for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
         }
         for (t = t0; t < t1; t++) {
-            if (ahead && t + AHEAD < t1) {
-                dmls_prefetch_l1_lines(s + aso, span);
-                next_outer(p, aidx, &aso, &ado);
-            }
+            if (ahead && t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, span);
             dmls_tiny_tile(p->width, s + so, iss, d + do_, kds, kn, jn, scratch);
             next_outer(p, idx, &so, &do_);
         }
@@ -514,11 +535,11 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            0.96-1.15x. */
         const int64_t span = (n - 1) * iss + (kn - 1) * kss + p->width;
         const int ahead = iss >= 0 && kss >= 0 && span <= DMLS_TASK_AHEAD_RUN;
-        int64_t k, aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a;
+        int64_t k;
+        dmls_odometer ah;
         enum { AHEAD = 4 };
         if (ahead) {
-            memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-            for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
         }
         /* Rows of 2-16 values each with their count a constant, so that
            the element loop is unrolled: in one process on the same buffers,
@@ -530,8 +551,8 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
 #define DMLS_TASK_ROWS(W_) do {                                                   \
             for (t = t0; t < t1; t++) {                                           \
                 if (ahead && t + AHEAD < t1) {                                    \
-                    dmls_prefetch_l1_lines(s + aso, span);                        \
-                    next_outer(p, aidx, &aso, &ado);                              \
+                    dmls_prefetch_l1_lines(s + ah.so, span);                      \
+                    odometer_step(p, &ah);                                        \
                 }                                                                 \
                 switch (n) {                                                      \
                 case 2: DMLS_ROWS_OF(W_, 2); break;                               \
@@ -577,14 +598,10 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            in cache. */
         enum { AHEAD = 4 };
         const int64_t kn = p->tile_size, kss = p->tile_src_stride, nb = p->inner_size * p->inner_src_stride;
-        int64_t aidx[DMLS_MAX_DIMS], aso = so, ado = do_, a, k;
-        memcpy(aidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-        for (a = 0; a < AHEAD && t0 + a < t1; a++) next_outer(p, aidx, &aso, &ado);
+        dmls_odometer ah;
+        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
         for (t = t0; t < t1; t++) {
-            if (t + AHEAD < t1) {
-                for (k = 0; k < kn; k++) dmls_prefetch_l1_lines(s + aso + k * kss, nb);
-                next_outer(p, aidx, &aso, &ado);
-            }
+            if (t + AHEAD < t1) odometer_ask(p, &ah, s, kn, kss, nb);
             row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
             next_outer(p, idx, &so, &do_);
         }
