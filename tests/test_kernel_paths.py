@@ -2314,16 +2314,16 @@ def test_short_rows_apart_at_every_task_count(dtype, threads):
     assert batched > 0 and single > 0
 
 
-# Streamed rows of 512 bytes to 4 KiB (a permutation that keeps a last
-# dimension of that many bytes, in a copy that streams): rows back to back in
-# the destination are written as one run of whole lines, the line a row ends
-# in held and streamed with the next row's first bytes; rows of every length
-# around a line, destination rows back to back and not, one row a task range
-# and many.
+# Streamed rows of 512 bytes to 4 KiB, and of 128-511 bytes back to back in
+# the destination (a permutation that keeps a last dimension of that many
+# bytes, in a copy that streams): rows back to back in the destination are
+# written as one run of whole lines, the line a row ends in held and streamed
+# with the next row's first bytes; rows of every length around a line,
+# destination rows back to back and not, one row a task range and many.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_streamed_rows_as_whole_lines(dtype, threads):
     w = np.dtype(dtype).itemsize
-    for row_bytes in (512, 520, 600, 1000, 1024, 1032, 2047 // w * w, 4096):
+    for row_bytes in (128, 136, 200, 256, 300, 504, 512, 520, 600, 1000, 1024, 1032, 2047 // w * w, 4096):
         n = row_bytes // w
         for sizes, order in (((1, 1, n), (1, 0, 2)), ((2, 3, n), (1, 0, 2)), ((5, 7, n), (1, 0, 2)),
                              ((3, 5, 4, n), (2, 0, 1, 3)), ((4, 3, 5, n), (1, 2, 0, 3))):
