@@ -6,9 +6,7 @@
 #include "copy-short.h"
 #include "elements.h"
 #include "isa.h"
-#if DMLSTRIDE_HAVE_SIMD
-#include <emmintrin.h>
-#endif
+#include "lines.h"
 #include "nibble.h"
 #include "pool.h"
 #include "prefetch.h"
@@ -290,22 +288,6 @@ static inline int fill_rows_inline(const dmls_plan *p) {
 #define DMLS_TASK_AHEAD_RUN 1024
 
 #if DMLSTRIDE_HAVE_SIMD
-/* n bytes from s to the line-aligned d with streaming stores, n a multiple
-   of 64. */
-static inline void stream_lines(char *d, const char *s, int64_t n) {
-    int64_t i;
-    for (i = 0; i < n; i += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
-        _mm_stream_si128((__m128i *)(void *)(d + i), x0);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 16), x1);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 32), x2);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 48), x3);
-    }
-}
-
 /* Streamed rows shorter than DMLS_STREAM_MIN_RUN (which took ordinary
    stores) from this many bytes take stream_rows too where the destination
    rows are back to back: in one process on the same buffers, alternating
@@ -336,47 +318,16 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
     const int last = p->outer_ndim - 1;
     const int ask = last >= 0 && p->outer_src_stride[last] != n;
     enum { AHEAD = 8 };
-    int64_t t, gap = 0;
+    int64_t t;
     dmls_odometer ah;
-    char *held = NULL;
-    if (ask) {
-        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
-    }
+    dmls_held_line held = {line, NULL, 0};
+    if (ask) odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
     for (t = t0; t < t1; t++) {
-        char *dst = d + do_;
-        const char *src = s + so;
-        int64_t m = n, head, body;
         if (ask && t + AHEAD < t1) {
             dmls_prefetch_l2_lines(s + ah.so, n);
             odometer_step(p, &ah);
         }
-        if (gap > 0 && dst == held + gap) {
-            memcpy(line + gap, src, (size_t)(64 - gap));
-            stream_lines(held, line, 64);
-            dst += 64 - gap;
-            src += 64 - gap;
-            m -= 64 - gap;
-        } else if (gap > 0) {
-            memcpy(held, line, (size_t)gap);
-        }
-        gap = 0;
-        head = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63);
-        if (head > m) head = m;
-        memcpy(dst, src, (size_t)head);
-        dst += head;
-        src += head;
-        m -= head;
-        body = m & ~(int64_t)63;
-        stream_lines(dst, src, body);
-        if (m > body) {
-            if (t + 1 < t1) {
-                memcpy(line, src + body, (size_t)(m - body));
-                held = dst + body;
-                gap = m - body;
-            } else {
-                memcpy(dst + body, src + body, (size_t)(m - body));
-            }
-        }
+        dmls_lines_out(&held, d + do_, s + so, n, t + 1 < t1);
         next_outer(p, idx, &so, &do_);
     }
     dmls_isa.store_fence();
@@ -561,10 +512,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             for (k = 0; k < kn; k++) dmls_strided_##W_(s + so + k * kss, d + do_ + k * kds, N_, iss, ids)
 #define DMLS_TASK_ROWS(W_) do {                                                   \
             for (t = t0; t < t1; t++) {                                           \
-                if (ahead && t + AHEAD < t1) {                                    \
-                    dmls_prefetch_l1_lines(s + ah.so, span);                      \
-                    odometer_step(p, &ah);                                        \
-                }                                                                 \
+                if (ahead && t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, span); \
                 switch (n) {                                                      \
                 case 2: DMLS_ROWS_OF(W_, 2); break;                               \
                 case 3: DMLS_ROWS_OF(W_, 3); break;                               \

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "copy-short.h"
+#include "lines.h"
 #include "micro-sse2.h"
 #include "scratch.h"
 
@@ -353,51 +354,12 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
     *jdone = jf;
 }
 
-/* Bytes from p to the next 64-byte line boundary (0 on one). */
-static inline int64_t dmls_line_gap(const void *p) {
-    return (int64_t)((64 - ((uintptr_t)p & 63)) & 63);
-}
-
-/* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
-   or ordinary aligned stores (stream is a constant where this is inlined). */
-static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
-    int64_t i;
-    for (i = 0; i + 64 <= n; i += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i));
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
-        if (stream) {
-            _mm_stream_si128((__m128i *)(d + i), x0);
-            _mm_stream_si128((__m128i *)(d + i + 16), x1);
-            _mm_stream_si128((__m128i *)(d + i + 32), x2);
-            _mm_stream_si128((__m128i *)(d + i + 48), x3);
-        } else {
-            _mm_store_si128((__m128i *)(d + i), x0);
-            _mm_store_si128((__m128i *)(d + i + 16), x1);
-            _mm_store_si128((__m128i *)(d + i + 32), x2);
-            _mm_store_si128((__m128i *)(d + i + 48), x3);
-        }
-    }
-    memcpy(d + i, s + i, (size_t)(n - i));
-}
-
 /* Copy with non-temporal stores (no read-for-ownership of the
    destination): for long runs in copies much larger than the caches.  Only
    whole 64-byte lines are streamed; the bytes before the first line
    boundary and after the last one take ordinary stores (a line streamed in
    part is merged in memory, and a neighbouring run may write the rest of
    it). */
-/* One whole line from s to d (line-aligned), with streaming stores. */
-static inline void dmls_stream_line(char *d, const char *s) {
-    __m128i x0 = _mm_loadu_si128((const __m128i *)s), x1 = _mm_loadu_si128((const __m128i *)(s + 16));
-    __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32)), x3 = _mm_loadu_si128((const __m128i *)(s + 48));
-    _mm_stream_si128((__m128i *)d, x0);
-    _mm_stream_si128((__m128i *)(d + 16), x1);
-    _mm_stream_si128((__m128i *)(d + 32), x2);
-    _mm_stream_si128((__m128i *)(d + 48), x3);
-}
-
 static void dmls_stream_copy(char *d, const char *s, int64_t n) {
     int64_t head = dmls_line_gap(d);
     if (head > n) head = n;
@@ -975,9 +937,14 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
        ones: the word transposes (NULL for the others) */
     int64_t (*const deint)(const char *, int64_t, char *, int64_t, int, int64_t) =
         W == 1 && kn <= 8 && sj <= 8 ? dmls_isa.deint_k_u8 : W == 2 ? dmls_isa.deint_k_16 : NULL;
-    int64_t last, jf, j0, nj, j, k, q, pgap[16] = {0};
+    int64_t last, jf, j0, nj, j, k, q;
+    dmls_held_line held[16];
     *jdone = 0;
     if ((W != 1 && W != 2) || kn < 1 || kn >= N || sj < kn * W || jn < N) return;
+    for (k = 0; k < kn; k++) {
+        held[k].line = pend + k * 64;
+        held[k].gap = 0;
+    }
     /* Row j's 16-byte read ends within the last row's values when
        j * sj + 16 <= (jn - 1) * sj + kn * W. */
     last = jn - 1 - (16 - kn * W + sj - 1) / sj;
@@ -1015,8 +982,8 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
         for (k = 0; k < kn; k++) {
             if (stream) {
                 /* Whole lines with streaming stores.  A row's line cut by
-                   the chunk's end waits in pend (its bytes so far, pgap[k])
-                   and goes out whole with the next chunk's first bytes;
+                   the chunk's end is held (in pend) and goes out whole
+                   with the next chunk's first bytes;
                    only a task's first and last lines take ordinary stores
                    (another task may write the rest of them).  Planes off
                    line boundaries (a plane of 301 x 499 bytes) had two
@@ -1026,31 +993,7 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
                    (19-55 MB, planes off lines) ran 1.11-1.42x faster, 7
                    int16 ones 1.07x; planes on line boundaries are copied
                    as before. */
-                char *dst = d + k * dk + j0 * W, *pl = pend + k * 64;
-                const char *src = tile + k * TJ * W;
-                int64_t n = nj * W, head = dmls_line_gap(dst), m;
-                if (pgap[k] > 0 && head <= n) {
-                    memcpy(pl + pgap[k], src, (size_t)head);
-                    dmls_stream_line(dst - pgap[k], pl);
-                } else if (pgap[k] > 0) {
-                    memcpy(dst - pgap[k], pl, (size_t)pgap[k]);
-                    memcpy(dst, src, (size_t)n);
-                    pgap[k] = 0;
-                    continue;
-                } else {
-                    memcpy(dst, src, (size_t)(head < n ? head : n));
-                }
-                if (head >= n) { pgap[k] = 0; continue; }
-                dst += head; src += head; n -= head;
-                m = n & ~(int64_t)63;
-                dmls_copy_body(dst, src, m, 1);
-                if (j0 + nj < jf && n > m) {
-                    memcpy(pl, src + m, (size_t)(n - m));
-                    pgap[k] = n - m;
-                } else {
-                    memcpy(dst + m, src + m, (size_t)(n - m));
-                    pgap[k] = 0;
-                }
+                dmls_lines_out(&held[k], d + k * dk + j0 * W, tile + k * TJ * W, nj * W, j0 + nj < jf);
             } else {
                 memcpy(d + k * dk + j0 * W, tile + k * TJ * W, (size_t)(nj * W));
             }

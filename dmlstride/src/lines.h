@@ -1,0 +1,93 @@
+/* Runs of bytes written as whole 64-byte lines: the copy loop that streams
+   them (or stores them aligned), and a line held between runs that continue
+   each other, so that a line cut by a run's end is streamed whole with the
+   next run's first bytes rather than written in two parts with ordinary
+   stores (a read for ownership and a merge each).  SSE2 only. */
+#ifndef DMLS_LINES_H
+#define DMLS_LINES_H
+
+#include "isa.h"
+
+#if DMLSTRIDE_HAVE_SIMD
+#include <emmintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Bytes from p to the next 64-byte line boundary (0 on one). */
+static inline int64_t dmls_line_gap(const void *p) {
+    return (int64_t)((64 - ((uintptr_t)p & 63)) & 63);
+}
+
+/* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
+   or ordinary aligned stores (stream is a constant where this is inlined). */
+static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
+    int64_t i;
+    for (i = 0; i + 64 <= n; i += 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+        if (stream) {
+            _mm_stream_si128((__m128i *)(void *)(d + i), x0);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 16), x1);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 32), x2);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 48), x3);
+        } else {
+            _mm_store_si128((__m128i *)(void *)(d + i), x0);
+            _mm_store_si128((__m128i *)(void *)(d + i + 16), x1);
+            _mm_store_si128((__m128i *)(void *)(d + i + 32), x2);
+            _mm_store_si128((__m128i *)(void *)(d + i + 48), x3);
+        }
+    }
+    memcpy(d + i, s + i, (size_t)(n - i));
+}
+
+/* A line held between runs: the first gap bytes of the line at `at`, kept
+   in line (64 bytes the caller provides); gap 0 when none is held. */
+typedef struct {
+    char *line;
+    char *at;
+    int64_t gap;
+} dmls_held_line;
+
+/* n bytes from s to d with streaming stores for whole lines.  A held line
+   that d continues, with n bytes enough to fill it, is filled and streamed
+   whole; one that d does not continue is written as it is, with ordinary
+   stores.  The bytes before d's first line boundary and after its last take
+   ordinary stores, except that the last ones are held instead when hold is
+   set (the next run is expected to continue them; the caller writes the
+   last run with hold clear, or its held bytes stay unwritten). */
+static inline void dmls_lines_out(dmls_held_line *h, char *d, const char *s, int64_t n, int hold) {
+    int64_t head, body;
+    if (h->gap > 0) {
+        const int64_t need = 64 - h->gap;
+        if (d == h->at + h->gap && n >= need) {
+            memcpy(h->line + h->gap, s, (size_t)need);
+            dmls_copy_body(h->at, h->line, 64, 1);
+            d += need;
+            s += need;
+            n -= need;
+        } else {
+            memcpy(h->at, h->line, (size_t)h->gap);
+        }
+        h->gap = 0;
+    }
+    head = dmls_line_gap(d);
+    if (head > n) head = n;
+    memcpy(d, s, (size_t)head);
+    d += head;
+    s += head;
+    n -= head;
+    body = n & ~(int64_t)63;
+    dmls_copy_body(d, s, body, 1);
+    if (n > body && hold) {
+        memcpy(h->line, s + body, (size_t)(n - body));
+        h->at = d + body;
+        h->gap = n - body;
+    } else {
+        memcpy(d + body, s + body, (size_t)(n - body));
+    }
+}
+#endif
+
+#endif
