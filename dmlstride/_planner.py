@@ -175,6 +175,17 @@ MIN_BLOCK_TASKS = 4
 BLOCK_L2_MIN_TOTAL = 1 << 24
 
 
+#: Block plans whose k rows are adjacent in the destination take tiles four
+#: source lines tall below this many bytes, one line tall from it (plan_block).
+#: In one process on the same buffers, alternating (2 threads, 7 rounds), 27
+#: unnamed 4-D to 6-D permutations of 10-66 MB so planned ran 1.16x faster
+#: one line tall (geometric mean; 23 faster, 0.70-1.43x; int16 and float16
+#: gathers and scatters of 11-16 MB 1.25-1.42x, a 66 MB uint8 gather 1.43x);
+#: tiles four lines tall first measured 0.66-1.11x (0.90x) of one line on
+#: 27 of 2.8-9.6 MB, where the destination stays in cache.
+BLOCK_TALL_TILE_MAX_TOTAL = 10 << 20
+
+
 #: Transposes (tile and block plans) stream from this many eighths of
 #: stream_min_total (12 MiB): their source and destination together then
 #: fill three quarters of a 32 MiB L3, and their scattered writes gain more
@@ -565,20 +576,21 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     if jtot < 8 or (len(kgroup) == 1 and len(jgroup) == 1):
         return None
     dims.sort(key=lambda t: (t[2], t[1]), reverse=True)
+    outer_count = math.prod(n for n, _, _ in dims)
+    dst_bytes = outer_count * jtot * ktot * width
     # When consecutive k rows are adjacent in the destination (the first K
     # dimension's stride is the whole J run) and short (a band of 4-line-tall
     # tiles covers 256 * jtot <= 16 KiB, in L1 while its j tiles fill it),
-    # tiles of 4 source lines by 16 j read each source row in longer bursts.
-    # Otherwise every k row is its own write stream: keep tiles one line tall.
-    lines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 else 1
+    # tiles of 4 source lines by 16 j read each source row in longer bursts,
+    # in copies under BLOCK_TALL_TILE_MAX_TOTAL bytes.  Otherwise every k row
+    # is its own write stream: keep tiles one line tall.
+    lines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 and dst_bytes < BLOCK_TALL_TILE_MAX_TOTAL else 1
     # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
     # tile's rows would put more than 8 lines in one set.  Wider elements
     # write 4 or 2 destination rows per micro-block, which the store path
     # absorbs (staging them measured slower).
     stage_src = rows_per_l1_set(jgroup, 1, 64 // lines) > 8
     stage_dst = width <= 2 and rows_per_l1_set(kgroup, 2, 64 * lines // width) > 8
-    outer_count = math.prod(n for n, _, _ in dims)
-    dst_bytes = outer_count * jtot * ktot * width
     # Streaming stores write whole destination lines, four per k row and
     # tile (one-line-tall tiles of 64 columns): every k row must start on the
     # same line offset.  Four-line-tall tiles write one line per row and

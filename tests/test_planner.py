@@ -308,3 +308,27 @@ def test_describe_is_the_planner_decision():
     info = plan.describe()
     assert info["mode"] == plan.layout.main.mode == "tile"
     assert info["tile"] == plan.layout.main.tile
+
+
+@pytest.mark.parametrize("h", [8, 14, 28])
+def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
+    # An int16 block whose k rows are adjacent in the destination (J = 25
+    # values, 50 bytes, and the first K dimension's stride is those 50 bytes):
+    # tiles four source lines tall below BLOCK_TALL_TILE_MAX_TOTAL bytes, one
+    # line tall from it, the bound counted in bytes copied.
+    sizes = [24, 32, h, 16, 25]
+    desc = ds.BufferTensorDesc.from_layout("int16", sizes, [4, 2, 0, 1, 3])
+    packed = list(ds.BufferTensorDesc("int16", sizes).effective_strides)
+    total = math.prod(sizes) * 2
+
+    def lines():
+        info = _planner.describe(_planner.plan_copy(sizes, list(desc.effective_strides), packed, 16))
+        assert info["mode"] == "block" and info["l2"] == "none"
+        assert info["block"]["j"] == [(25, desc.effective_strides[4] * 2)]
+        return info["block"]["lines"]
+
+    assert lines() == (4 if total < _planner.BLOCK_TALL_TILE_MAX_TOTAL else 1)
+    monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MAX_TOTAL", total)
+    assert lines() == 1
+    monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MAX_TOTAL", total + 1)
+    assert lines() == 4
