@@ -282,6 +282,34 @@ static inline int fill_rows_inline(const dmls_plan *p) {
            p->inner_size * p->width >= 16;
 }
 #endif
+/* A transpose task (a tile plan, one task a row, no L2 buffers) whose
+   source is one span of at most DMLS_TILE_AHEAD_SPAN bytes, far from the
+   next task's (the innermost outer dimension's source stride at least 4
+   KiB past the span either way), asks for the span of the task AHEAD on
+   into L2 before it copies its own: a 5-D permutation that swaps its last
+   two dimensions reads a 2 KB tile from a new place every task, which the
+   hardware prefetcher only follows once it is under way.  In one process
+   on the same buffers, alternating (2 threads, 7 rounds): 14 unnamed 4-D
+   to 6-D gathers and scatters of 7-86 MB so planned ran 1.18x faster by
+   geometric mean (0.95-2.04x; a float32 gather of 32 MB 0.39 -> 0.79 of
+   the memcpy limit).  Found on 24 others: the 15 it takes 1.15-2.58x (12)
+   and 0.94-0.99x (3); those whose tasks' sources lie back to back (the
+   prefetcher's case) 0.66-1.06x, so they keep the plain loop.  Returns
+   the span, or 0 where the task does not ask. */
+#define DMLS_TILE_AHEAD_SPAN 8192
+static inline int64_t tile_task_span(const dmls_plan *p) {
+    int64_t span, st;
+    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
+            p->outer_ndim < 1 || p->tile_src_stride != p->width || p->inner_src_stride <= 0 ||
+            p->inner_src_stride > DMLS_TILE_AHEAD_SPAN || p->inner_size > DMLS_TILE_AHEAD_SPAN ||
+            p->tile_size > DMLS_TILE_AHEAD_SPAN)
+        return 0;
+    span = (p->inner_size - 1) * p->inner_src_stride + p->tile_size * p->width;
+    if (span > DMLS_TILE_AHEAD_SPAN) return 0;
+    st = p->outer_src_stride[p->outer_ndim - 1];
+    if (st > -span - 4096 && st < span + 4096) return 0;
+    return span;
+}
 /* Tasks that read a few short runs (tiny transposes, short planes
    interleaved) of at most this many bytes each ask for those of a task
    ahead (see dmls_run_tasks). */
@@ -561,6 +589,25 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
         for (t = t0; t < t1; t++) {
             if (t + AHEAD < t1) odometer_ask(p, &ah, s, kn, kss, nb);
+            row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
+            next_outer(p, idx, &so, &do_);
+        }
+        if (p->stream) dmls_isa.store_fence();
+        return;
+    }
+    if (tile_task_span(p) > 0) {
+        /* Tiles that each read one short span of the source, far from the
+           last task's (tile_task_span): the span of the task AHEAD on is
+           asked for into L2 first. */
+        enum { AHEAD = 4 };
+        const int64_t span = tile_task_span(p);
+        dmls_odometer ah;
+        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
+        for (t = t0; t < t1; t++) {
+            if (t + AHEAD < t1) {
+                dmls_prefetch_l2_lines(s + ah.so, span);
+                odometer_step(p, &ah);
+            }
             row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
             next_outer(p, idx, &so, &do_);
         }
