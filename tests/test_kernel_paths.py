@@ -2758,3 +2758,27 @@ def test_tiles_far_apart_at_every_task_count(dtype, threads):
                     kept += 1
             _check_permuted_round_trip(dtype, sizes, order, seed=j * k)
     assert asked >= 10 and kept > 0
+
+
+# Streamed transposes whose destination rows lie back to back (rows of whole
+# register micro-blocks up to 1 KiB, off line multiples: one stream a task):
+# the rows of k past the last whole micro-block go out with the task's last
+# band.  Every count of such rows, from none whole (fewer than a micro-block)
+# to several bands and a few rows more.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_back_to_back_rows_with_every_remainder(dtype, threads, streaming):
+    w = np.dtype(dtype).itemsize
+    n = 16 // w
+    hit = set()
+    for row_bytes in (16, 48, 80, 144, 1008):
+        j = row_bytes // w
+        for k in sorted({n - 1, n, n + 1, 2 * n - 1, 3 * n + 1, 4 * n + n // 2, 257, 515}):
+            sizes, order = (2, 3, k, j), (1, 0, 3, 2)
+            desc = _permuted(dtype, sizes, order, seed=0)[2]
+            packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+            plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+            if (plan["mode"] == "tile" and plan["stream"] and plan["inner"][2] == w and plan["tile"][1] == w
+                    and plan["tile"][2] == plan["inner"][0] * w == row_bytes):
+                hit.add(plan["tile"][0] % n)
+            _check_permuted_round_trip(dtype, sizes, order, seed=k * j)
+    assert len(hit) >= min(n, 4)

@@ -695,19 +695,29 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
    rows asks for its next band ahead (a tile reads 20-64 rows side by
    side): in one process on the same buffers, the two alternating (2
    threads), 8 NCHW to NHWC conversions and column-major to row-major
-   gathers of 14-66 MB (uint8 to float64) ran 1.02-1.64x faster.  Covers
-   rows k < *kdone. */
+   gathers of 14-66 MB (uint8 to float64) ran 1.02-1.64x faster.
+   The rows of k past the last whole micro-block go out with the last
+   band, so that a task's destination is one stream (see there): left to
+   the caller's scalar tile, their ordinary stores fell on a line the band
+   had just streamed in part, and stalled until it was written.  In one
+   process on the same buffers, alternating (2 threads), 28 unnamed 4-D to
+   6-D gathers and scatters of 15-86 MB with such rows (tasks of 7-4995
+   rows of k) ran 1.66x faster by geometric mean (1.01-3.16x; a uint8
+   gather with tiles of 30 x 96 values 0.23 -> 0.72 of the memcpy limit),
+   14 without them 1.02x.  Covers rows k < *kdone: all of them when
+   kn >= 16 / W. */
+typedef char dmls_nt_contig_fits[16384 + 1024 * 15 + 64 * (256 + 16) <= DMLS_SCRATCH_REGION ? 1 : -1];
 static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
                            int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
-    enum { TB = 16384, SP = 256 + 16 };
-    char *tile = scratch;                   /* TB bytes */
-    char *sst = scratch + TB;               /* 64 * SP bytes */
+    enum { TB = 16384, TR = 1024 * 15, SP = 256 + 16 };
+    char *tile = scratch;                   /* TB + TR bytes: a band and N - 1 rows of up to 1 KiB */
+    char *sst = scratch + TB + TR;          /* 64 * SP bytes */
     const int64_t N = 16 / W, row = jn * W;
     /* TK k rows per tile: whole source lines, at most 256 bytes of k per
        source row (so sst holds them when jn <= 64) and TB bytes out. */
     int64_t TK = TB / row / (64 / W) * (64 / W);
     const int sstaged = sj % 4096 == 0 && jn <= 64;
-    int64_t kf, kb, ke, head = dmls_line_head(W, s, sj);
+    int64_t kf, kb, ke, n, head = dmls_line_head(W, s, sj);
     if (TK > 256 / W) TK = 256 / W;
     if (TK < N) TK = N;
     if (head > TK) head = 0;    /* a first band no longer than the others */
@@ -723,9 +733,21 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
         }
         dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, s, sj,
                             (kf - ke < TK ? kf - ke : TK) * W);
-        dmls_stream_copy(d + kb * row, tile, (ke - kb) * row);
+        n = ke - kb;
+        if (ke == kf && kf < kn) {
+            /* The rows of k past the last whole micro-block (kn % N of
+               them, fewer than N) go out with the last band: one more
+               micro-block row, moved back to end at kn, into the buffer
+               after it (its first rows are the band's last again, with the
+               same values).  Left to the scalar tile, their ordinary
+               stores fell on lines this band had just streamed in part
+               (a band is at least N rows, so kn - N >= kb). */
+            dmls_band_to_buffer(W, s, sj, kn - N, kn, jn, tile + (kn - N - kb) * row, row, s, sj, 0);
+            n = kn - kb;
+        }
+        dmls_stream_copy(d + kb * row, tile, n * row);
     }
-    *kdone = kf;
+    *kdone = kf > 0 ? kn : kf;
 }
 
 /* One N x N micro-block through row pointers (block.c's convention: byte
