@@ -2782,3 +2782,27 @@ def test_streamed_back_to_back_rows_with_every_remainder(dtype, threads, streami
                 hit.add(plan["tile"][0] % n)
             _check_permuted_round_trip(dtype, sizes, order, seed=k * j)
     assert len(hit) >= min(n, 4)
+
+
+# The same with rows of k ragged in j as well (rows back to back of up to 512
+# bytes that are no whole number of micro-blocks, 256 rows of k a task or
+# more, through the padded tile): every count of rows of k past the last
+# whole micro-block, streamed and not.
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
+    w = np.dtype(dtype).itemsize
+    n = 16 // w
+    hit = set()
+    with _stream_threshold(0 if stream else 1 << 60):
+        for j in sorted({n + 1, 3 * n - 1, 300 // w}):
+            for k in range(256, 256 + n + 1):
+                sizes, order = (2, k, j), (0, 2, 1)
+                desc = _permuted(dtype, sizes, order, seed=0)[2]
+                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+                plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+                if (plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == plan["inner"][0] * w
+                        and plan["inner"][0] % n != 0 and plan["tile"][0] >= 256):
+                    hit.add(plan["tile"][0] % n)
+                _check_permuted_round_trip(dtype, sizes, order, seed=k * j)
+    assert len(hit) == n

@@ -70,12 +70,12 @@ typedef struct {
                          int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
     /* Destination rows back to back (dk = jn * W, jn a multiple of 16 / W,
        jn * W <= 1024), streamed out as one run; rows k < *kdone.  scratch:
-       33 KiB. */
+       48 KiB. */
     void (*nt_contig)(int W, const char *s, int64_t sj, char *d,
                       int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
     /* Destination rows back to back (dk = jn * W) with jn not a multiple
        of 16 / W (fewer included) and jn * W <= 512, written with streaming
-       stores when stream is set; rows k < *kdone.  scratch: 29 KiB. */
+       stores when stream is set; rows k < *kdone.  scratch: 36 KiB. */
     void (*contig_ragged)(int W, const char *s, int64_t sj, char *d,
                           int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch);
     /* Values of W = 1 or 2 bytes, fewer than 16 / W (5 or more worth it)
