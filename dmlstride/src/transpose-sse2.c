@@ -697,9 +697,11 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
    threads), 8 NCHW to NHWC conversions and column-major to row-major
    gathers of 14-66 MB (uint8 to float64) ran 1.02-1.64x faster.
    The rows of k past the last whole micro-block go out with the last
-   band, so that a task's destination is one stream (see there): left to
-   the caller's scalar tile, their ordinary stores fell on a line the band
-   had just streamed in part, and stalled until it was written.  In one
+   band, so that a task's destination is one stream: left to the caller's
+   scalar tile (element by element, with ordinary stores right behind the
+   band's streaming ones), tiles of 7-47 rows of k ran at 0.17-0.45 of the
+   memcpy limit however the band was written (whole lines only, without
+   the rows' ends, measured the same).  In one
    process on the same buffers, alternating (2 threads), 28 unnamed 4-D to
    6-D gathers and scatters of 15-86 MB with such rows (tasks of 7-4995
    rows of k) ran 1.66x faster by geometric mean (1.01-3.16x; a uint8
@@ -739,9 +741,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
                them, fewer than N) go out with the last band: one more
                micro-block row, moved back to end at kn, into the buffer
                after it (its first rows are the band's last again, with the
-               same values).  Left to the scalar tile, their ordinary
-               stores fell on lines this band had just streamed in part
-               (a band is at least N rows, so kn - N >= kb). */
+               same values; a band is at least N rows, so kn - N >= kb). */
             dmls_band_to_buffer(W, s, sj, kn - N, kn, jn, tile + (kn - N - kb) * row, row, s, sj, 0);
             n = kn - kb;
         }
