@@ -896,6 +896,19 @@ def split_tile_rows(plan: KernelPlan) -> bool:
 RAGGED_MIN_ROWS = 256
 
 
+#: Ragged rows back to back (see tile_through_l2) of at most this many bytes
+#: never go through L2, however few there are: in one process on the same
+#: buffers, alternating (2 threads), 28 unnamed 5-D and 6-D gathers and
+#: scatters of 32-86 MB whose tasks are 9-224 such rows of 14-216 bytes (a
+#: permutation that swaps its last two dimensions) ran 1.56x faster by
+#: geometric mean in the cached tile (1.01-3.33x; 0.15-0.44 -> 0.34-0.65 of
+#: the memcpy limit), NHWC to NCHW gathers into planes of 7 x 7 to 13 x 13
+#: pixels (162-196 bytes, 24-64 channels) 1.01-1.21x; planes of 392 and 450
+#: bytes (96 float16 and 100 int16 channels) 0.93x and 0.73x, so longer
+#: rows keep RAGGED_MIN_ROWS.
+L2_RAGGED_ROW = 256
+
+
 def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h): only from
     stream_min_total bytes, where source and destination together are
@@ -926,10 +939,12 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     w = plan.width
     # (Short rows back to back go out as one run: in whole micro-blocks up to
     # 1 KiB; through a tile of whole micro-blocks up to 512 bytes otherwise,
-    # when there are RAGGED_MIN_ROWS of them or more.)
+    # when there are RAGGED_MIN_ROWS of them or more, and fewer of at most
+    # L2_RAGGED_ROW bytes take the cached tile.)
     n = plan.inner[0]
     whole = n % (16 // w) == 0
-    contiguous = kds == n * w and (kds <= 1024 if whole else kds <= 512 and k >= RAGGED_MIN_ROWS)
+    contiguous = kds == n * w and (kds <= 1024 if whole else
+                                   kds <= L2_RAGGED_ROW or (kds <= 512 and k >= RAGGED_MIN_ROWS))
     return (k > SMALL_TILE and k * w >= L2_TILE_MIN_SOURCE_ROW and kss == w and plan.inner[2] == w
             and kds % 64 != 0 and not contiguous)
 

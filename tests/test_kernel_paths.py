@@ -1827,9 +1827,9 @@ def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, cha
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
     # values) go through L2 with streaming stores; line-aligned rows, short
-    # rows back to back (256 or more of them when not a whole number of
-    # micro-blocks), small channel counts and source rows (pixels) of less
-    # than a line do not.
+    # rows back to back (when not a whole number of micro-blocks: 256 or more
+    # of them, or rows of at most 256 bytes), small channel counts and source
+    # rows (pixels) of less than a line do not.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -1842,6 +1842,9 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("uint8", 24, 1000, False) == "none"        # pixels of 24 bytes
     assert l2("float64", 200, 41, False) == "both"       # rows of 328 bytes
     assert l2("float64", 300, 41, False) == "none"       # 300 of them back to back: a padded tile
+    assert l2("float32", 64, 49, False) == "none"        # 64 of 196 bytes back to back: the cached tile
+    assert l2("int16", 60, 127, False) == "none"         # 60 of 254 bytes
+    assert l2("int16", 60, 129, False) == "both"         # 60 of 258 bytes
     assert l2("uint8", 12, 1000, True) == "none"         # pixels of 12 channels back to back
     assert l2("float32", 129, 1000, True) == "both"      # pixels of 516 bytes
     assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
