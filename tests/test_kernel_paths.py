@@ -2724,43 +2724,46 @@ def test_fill_rows_cut_into_segments(dtype, n, threads):
 
 
 def _asks_tile_ahead(plan, w):
-    """Whether a plan's tasks take the loop that asks for the source span of
-    the task a few on (execute.c, tile_task_span): one tile a task, source
-    rows of k contiguous, a span of at most 8 KiB, the next task's 4 KiB or
-    more past it either way."""
+    """Which source of a task ahead a plan's tasks ask for (execute.c,
+    tile_task_ask), for a tile plan of one task a row with source rows of k
+    contiguous and no L2 buffers: "span", a whole span of at most 8 KiB
+    whose next task's lies 4 KiB or more past it either way; "rows", the
+    first bytes of each of at most 64 rows of a longer source; else None."""
     if plan["mode"] != "tile" or plan["l2"] != "none" or not plan["outer"] or plan["tile_pieces"]:
-        return False
+        return None
     jn, iss, _ = plan["inner"]
     kn, kss, _ = plan["tile"]
     if plan["segment"] != jn or kss != w or iss <= 0:
-        return False
+        return None
     span = (jn - 1) * iss + kn * w
-    step = plan["outer"][-1][1]
-    return span <= 8192 and not -span - 4096 < step < span + 4096
+    if span <= 8192:
+        step = plan["outer"][-1][1]
+        return "span" if not -span - 4096 < step < span + 4096 else None
+    return "rows" if jn <= 64 else None
 
 
 # Transposes whose tasks each read one short span of the source far from the
-# last task's (a 5-D permutation that swaps its last two dimensions): the
-# span of the task a few on is asked for first.  Fewer tasks than that
-# distance, as many, and more; spans up to the bound and past it; tasks back
-# to back (which do not ask) beside them.
+# last task's (a 5-D permutation that swaps its last two dimensions), or a
+# few longer rows: the span of the task a few on, or the first bytes of each
+# row of the next, is asked for first.  Fewer tasks than that distance, as
+# many, and more; spans up to the bound and past it; tasks back to back
+# (which do not ask) beside them.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_tiles_far_apart_at_every_task_count(dtype, threads):
     w = np.dtype(dtype).itemsize
-    asked = kept = 0
-    for j, k in ((16, 24), (12, 45), (24, 46), (33, 13), (44, 47), (96, 85 // w), (64, 8192 // 64 // w + 1)):
+    kinds = {"span": 0, "rows": 0, None: 0}
+    for j, k in ((16, 24), (12, 45), (24, 46), (33, 13), (44, 47), (96, 85 // w), (64, 8192 // 64 // w + 1),
+                 (20, 3000 // w), (64, 700 // w), (65, 700 // w)):
         for a, b in ((2, 1), (2, 2), (3, 4), (9, 5), (5, 7), (1, 6)):
             sizes, order = (a, b, j, k), (1, 0, 3, 2)
             desc = _permuted(dtype, sizes, order, seed=0)[2]
             packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
             for src, dst in ((desc.effective_strides, packed), (packed, desc.effective_strides)):
                 plan = _engine.Plan(sizes, src, dst, 8 * w).describe()
-                if _asks_tile_ahead(plan, w):
-                    asked += 1
-                elif plan["mode"] == "tile":
-                    kept += 1
+                if plan["mode"] == "tile":
+                    kinds[_asks_tile_ahead(plan, w)] += 1
             _check_permuted_round_trip(dtype, sizes, order, seed=j * k)
-    assert asked >= 10 and kept > 0
+    assert kinds["span"] >= 10 and kinds["rows"] >= 4 and kinds[None] > 0
 
 
 # Streamed transposes whose destination rows lie back to back (rows of whole

@@ -282,33 +282,64 @@ static inline int fill_rows_inline(const dmls_plan *p) {
            p->inner_size * p->width >= 16;
 }
 #endif
-/* A transpose task (a tile plan, one task a row, no L2 buffers) whose
-   source is one span of at most DMLS_TILE_AHEAD_SPAN bytes, far from the
-   next task's (the innermost outer dimension's source stride at least 4
-   KiB past the span either way), asks for the span of the task AHEAD on
-   into L2 before it copies its own: a 5-D permutation that swaps its last
-   two dimensions reads a 2 KB tile from a new place every task, which the
-   hardware prefetcher only follows once it is under way.  In one process
-   on the same buffers, alternating (2 threads, 7 rounds): 14 unnamed 4-D
-   to 6-D gathers and scatters of 7-86 MB so planned ran 1.18x faster by
-   geometric mean (0.95-2.04x; a float32 gather of 32 MB 0.39 -> 0.79 of
-   the memcpy limit).  Found on 24 others: the 15 it takes 1.15-2.58x (12)
-   and 0.94-0.99x (3); those whose tasks' sources lie back to back (the
-   prefetcher's case) 0.66-1.06x, so they keep the plain loop.  Returns
-   the span, or 0 where the task does not ask. */
+/* Transpose tasks (a tile plan, one task a row, no L2 buffers) ask for
+   the source of a task ahead before they copy their own (tile_task_ask):
+
+   - a source that is one span of at most DMLS_TILE_AHEAD_SPAN bytes, far
+     from the next task's (the innermost outer dimension's source stride at
+     least 4 KiB past the span either way): the whole span of the task four
+     on, into L2.  A 5-D permutation that swaps its last two dimensions
+     reads a 2 KB tile from a new place every task, which the hardware
+     prefetcher only follows once it is under way.  In one process on the
+     same buffers, alternating (2 threads, 7 rounds): 14 unnamed 4-D to 6-D
+     gathers and scatters of 7-86 MB so planned ran 1.18x faster by
+     geometric mean (0.95-2.04x; a float32 gather of 32 MB 0.39 -> 0.79 of
+     the memcpy limit).  Found on 24 others: the 15 it takes 1.15-2.58x (12)
+     and 0.94-0.99x (3); those whose tasks' sources lie back to back (the
+     prefetcher's case) 0.66-1.06x, so they ask for nothing.
+   - a longer source of at most DMLS_TILE_AHEAD_ROWS rows (each a source
+     row of k, apart): the first DMLS_TILE_AHEAD_ROW_BYTES of each row of
+     the next task, into L2, so that its first band does not wait on as
+     many misses.  17 unnamed 4-D to 6-D gathers and scatters of 16-72 MB
+     so planned ran 1.07x faster (0.98-1.27x, 13 faster; a uint8 gather
+     with rows 25 KB apart 0.58 -> 0.74 of the limit in that A/B), 18
+     others 1.13x (0.94-1.81x, 16 faster; a float16 gather of 93 MB 0.16 ->
+     0.29).  Two tasks ahead measured the same.  Seven of the benchmark
+     harness's cases ask so (NCHW to NHWC scatters of 12-64 channels, the
+     350001 x 45 gather: 0.93-1.22x, 1.05x by geometric mean). */
 #define DMLS_TILE_AHEAD_SPAN 8192
-static inline int64_t tile_task_span(const dmls_plan *p) {
+#define DMLS_TILE_AHEAD_ROWS 64
+#define DMLS_TILE_AHEAD_ROW_BYTES 256
+typedef struct {
+    int64_t rows, bytes, ahead;   /* rows of bytes each (iss apart), tasks ahead; rows 0: none */
+} dmls_tile_ask;
+static inline dmls_tile_ask tile_task_ask(const dmls_plan *p) {
+    dmls_tile_ask a = {0, 0, 0};
     int64_t span, st;
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
             p->outer_ndim < 1 || p->tile_src_stride != p->width || p->inner_src_stride <= 0 ||
-            p->inner_src_stride > DMLS_TILE_AHEAD_SPAN || p->inner_size > DMLS_TILE_AHEAD_SPAN ||
-            p->tile_size > DMLS_TILE_AHEAD_SPAN)
-        return 0;
-    span = (p->inner_size - 1) * p->inner_src_stride + p->tile_size * p->width;
-    if (span > DMLS_TILE_AHEAD_SPAN) return 0;
-    st = p->outer_src_stride[p->outer_ndim - 1];
-    if (st > -span - 4096 && st < span + 4096) return 0;
-    return span;
+            p->tile_size < 1 || p->inner_size < 1)
+        return a;
+    if (p->inner_src_stride <= DMLS_TILE_AHEAD_SPAN && p->inner_size <= DMLS_TILE_AHEAD_SPAN &&
+            p->tile_size <= DMLS_TILE_AHEAD_SPAN) {
+        span = (p->inner_size - 1) * p->inner_src_stride + p->tile_size * p->width;
+        if (span <= DMLS_TILE_AHEAD_SPAN) {
+            st = p->outer_src_stride[p->outer_ndim - 1];
+            if (st <= -span - 4096 || st >= span + 4096) {
+                a.rows = 1;
+                a.bytes = span;
+                a.ahead = 4;
+            }
+            return a;
+        }
+    }
+    if (p->inner_size <= DMLS_TILE_AHEAD_ROWS) {
+        a.rows = p->inner_size;
+        a.bytes = p->tile_size < DMLS_TILE_AHEAD_ROW_BYTES / p->width ? p->tile_size * p->width
+                                                                       : DMLS_TILE_AHEAD_ROW_BYTES;
+        a.ahead = 1;
+    }
+    return a;
 }
 /* Tasks that read a few short runs (tiny transposes, short planes
    interleaved) of at most this many bytes each ask for those of a task
@@ -364,6 +395,7 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
 
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
+    dmls_tile_ask ask;
     if (t0 >= t1) return;
     if (p->mode == DMLS_MODE_TILE && p->tile_pieces > 1) {
         run_pieces(p, s, d, t0, t1, scratch);
@@ -595,17 +627,16 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         if (p->stream) dmls_isa.store_fence();
         return;
     }
-    if (tile_task_span(p) > 0) {
-        /* Tiles that each read one short span of the source, far from the
-           last task's (tile_task_span): the span of the task AHEAD on is
-           asked for into L2 first. */
-        enum { AHEAD = 4 };
-        const int64_t span = tile_task_span(p);
+    ask = tile_task_ask(p);
+    if (ask.rows > 0) {
+        /* Tiles that ask for the source of a task ahead (tile_task_ask). */
         dmls_odometer ah;
-        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
+        int64_t j;
+        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < ask.ahead ? t1 - t0 : ask.ahead);
         for (t = t0; t < t1; t++) {
-            if (t + AHEAD < t1) {
-                dmls_prefetch_l2_lines(s + ah.so, span);
+            if (t + ask.ahead < t1) {
+                for (j = 0; j < ask.rows; j++)
+                    dmls_prefetch_l2_lines(s + ah.so + j * p->inner_src_stride, ask.bytes);
                 odometer_step(p, &ah);
             }
             row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
