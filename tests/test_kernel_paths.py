@@ -1829,7 +1829,8 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # values) go through L2 with streaming stores; line-aligned rows, short
     # rows back to back (when not a whole number of micro-blocks: 256 or more
     # of them, or rows of at most 256 bytes), small channel counts and source
-    # rows (pixels) of less than a line do not.
+    # rows (pixels) of less than a line, and rows of up to 512 bytes of
+    # eight-byte values, do not.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -1840,7 +1841,9 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("int16", 32, 129, False) == "both"         # pixels of 64 bytes
     assert l2("int16", 31, 129, False) == "none"         # pixels of 62 bytes
     assert l2("uint8", 24, 1000, False) == "none"        # pixels of 24 bytes
-    assert l2("float64", 200, 41, False) == "both"       # rows of 328 bytes
+    assert l2("float64", 200, 41, False) == "none"       # rows of 328 bytes: eight-byte values, the cached tile
+    assert l2("float64", 200, 67, False) == "both"       # rows of 536 bytes
+    assert l2("float32", 200, 82, False) == "both"       # rows of 328 bytes of four-byte values
     assert l2("float64", 300, 41, False) == "none"       # 300 of them back to back: a padded tile
     assert l2("float32", 64, 49, False) == "none"        # 64 of 196 bytes back to back: the cached tile
     assert l2("int16", 60, 127, False) == "none"         # 60 of 254 bytes
