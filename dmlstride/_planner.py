@@ -911,9 +911,9 @@ L2_RAGGED_ROW = 256
 #: Eight-byte values into destination rows of at most this many bytes (64
 #: values; rows not back to back, or they would be contiguous above) take the
 #: cached tile, not the L2 buffers: in one process on the same buffers,
-#: alternating (2 threads, 5-7 rounds), 20 unnamed 4-D to 6-D float64 gathers
-#: and scatters of 34-87 MB so planned ran 1.19x and 1.07x faster by geometric
-#: mean in two sets (0.94-1.32x, 17 of 20 faster or even), NHWC to NCHW float64
+#: alternating (2 threads, 5-7 rounds), 23 unnamed 4-D to 6-D float64 gathers
+#: and scatters of 34-87 MB so planned ran 1.18x and 1.07x faster by geometric
+#: mean in two sets of 11 and 12 (0.94-1.32x, 20 faster), NHWC to NCHW float64
 #: gathers into planes of 41 and 49 values 1.25x and 1.22x (of 65 and 55
 #: values 0.98-0.99x); float32 ones ran 0.83-1.18x, so they keep L2.
 L2_WIDE_SHORT_ROW = 512
