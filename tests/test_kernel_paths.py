@@ -2728,7 +2728,7 @@ def test_fill_rows_cut_into_segments(dtype, n, threads):
 
 def _asks_tile_ahead(plan, w):
     """Which source of a task ahead a plan's tasks ask for (execute.c,
-    tile_task_ask), for a tile plan of one task a row with source rows of k
+    task_ask), for a tile plan of one task a row with source rows of k
     contiguous and no L2 buffers: "span", a whole span of at most 8 KiB
     whose next task's lies 4 KiB or more past it either way; "rows", the
     first bytes of each of at most 64 rows of a longer source; else None."""

@@ -282,8 +282,11 @@ static inline int fill_rows_inline(const dmls_plan *p) {
            p->inner_size * p->width >= 16;
 }
 #endif
-/* Transpose tasks (a tile plan, one task a row, no L2 buffers) ask for
-   the source of a task ahead before they copy their own (tile_task_ask):
+/* Tasks that copy a row through row() and ask for the source of a task
+   ahead before they copy their own (task_ask): planes into channels a few
+   values a task (interleave plans: each plane of the task four on into L1,
+   see dmls_run_tasks), and transpose tasks (a tile plan, one task a row,
+   no L2 buffers):
 
    - a source that is one span of at most DMLS_TILE_AHEAD_SPAN bytes, far
      from the next task's (the innermost outer dimension's source stride at
@@ -310,12 +313,26 @@ static inline int fill_rows_inline(const dmls_plan *p) {
 #define DMLS_TILE_AHEAD_SPAN 8192
 #define DMLS_TILE_AHEAD_ROWS 64
 #define DMLS_TILE_AHEAD_ROW_BYTES 256
+/* Tasks that read a few short runs (tiny transposes, short planes
+   interleaved) of at most this many bytes each ask for those of a task
+   ahead (see dmls_run_tasks). */
+#define DMLS_TASK_AHEAD_RUN 1024
 typedef struct {
-    int64_t rows, bytes, ahead;   /* rows of bytes each (iss apart), tasks ahead; rows 0: none */
-} dmls_tile_ask;
-static inline dmls_tile_ask tile_task_ask(const dmls_plan *p) {
-    dmls_tile_ask a = {0, 0, 0};
+    int64_t rows, stride, bytes, ahead;   /* rows of bytes each, stride apart, tasks ahead; rows 0: none */
+    int into_l1;                          /* into L1, else into L2 */
+} dmls_task_ask;
+static inline dmls_task_ask task_ask(const dmls_plan *p) {
+    dmls_task_ask a = {0, 0, 0, 0, 0};
     int64_t span, st;
+    if (p->mode == DMLS_MODE_INTERLEAVE && p->segments == 1 &&
+            p->inner_size * p->inner_src_stride <= DMLS_TASK_AHEAD_RUN) {
+        a.rows = p->tile_size;   /* the task's planes */
+        a.stride = p->tile_src_stride;
+        a.bytes = p->inner_size * p->inner_src_stride;
+        a.ahead = 4;
+        a.into_l1 = 1;
+        return a;
+    }
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
             p->outer_ndim < 1 || p->tile_src_stride != p->width || p->inner_src_stride <= 0 ||
             p->tile_size < 1 || p->inner_size < 1)
@@ -327,7 +344,7 @@ static inline dmls_tile_ask tile_task_ask(const dmls_plan *p) {
             st = p->outer_src_stride[p->outer_ndim - 1];
             if (st <= -span - 4096 || st >= span + 4096) {
                 a.rows = 1;
-                a.bytes = span;
+                a.bytes = span;   /* (stride unused) */
                 a.ahead = 4;
             }
             return a;
@@ -335,16 +352,13 @@ static inline dmls_tile_ask tile_task_ask(const dmls_plan *p) {
     }
     if (p->inner_size <= DMLS_TILE_AHEAD_ROWS) {
         a.rows = p->inner_size;
+        a.stride = p->inner_src_stride;
         a.bytes = p->tile_size < DMLS_TILE_AHEAD_ROW_BYTES / p->width ? p->tile_size * p->width
                                                                        : DMLS_TILE_AHEAD_ROW_BYTES;
         a.ahead = 1;
     }
     return a;
 }
-/* Tasks that read a few short runs (tiny transposes, short planes
-   interleaved) of at most this many bytes each ask for those of a task
-   ahead (see dmls_run_tasks). */
-#define DMLS_TASK_AHEAD_RUN 1024
 
 #if DMLSTRIDE_HAVE_SIMD
 /* Streamed rows shorter than DMLS_STREAM_MIN_RUN (which took ordinary
@@ -395,7 +409,7 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
 
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
-    dmls_tile_ask ask;
+    dmls_task_ask ask;
     if (t0 >= t1) return;
     if (p->mode == DMLS_MODE_TILE && p->tile_pieces > 1) {
         run_pieces(p, s, d, t0, t1, scratch);
@@ -604,39 +618,29 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
 #undef DMLS_ROWS_OF
         return;
     }
-    if (p->mode == DMLS_MODE_INTERLEAVE && p->segments == 1 &&
-            p->inner_size * p->inner_src_stride <= DMLS_TASK_AHEAD_RUN) {
-        /* Planes into channels a few values a task (a 6-D permutation
-           whose planes are 23 values of 7 dimensions far apart): each task
-           reads its planes' short runs from as many places, and waited on
-           each.  The runs of the task AHEAD on are asked for into L1 first.
-           In one process on the same buffers, alternating (2 threads), 6-D
-           gathers of 26-28 MB ran 1.13x (float32) and 2.74x (int16) faster
-           (0.25 -> 0.64 of the memcpy limit); ones of 4-8 MB, in cache,
-           0.97-1.02x.  Eight tasks on measured the same from memory, 0.87x
-           in cache. */
-        enum { AHEAD = 4 };
-        const int64_t kn = p->tile_size, kss = p->tile_src_stride, nb = p->inner_size * p->inner_src_stride;
-        dmls_odometer ah;
-        odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
-        for (t = t0; t < t1; t++) {
-            if (t + AHEAD < t1) odometer_ask(p, &ah, s, kn, kss, nb);
-            row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
-            next_outer(p, idx, &so, &do_);
-        }
-        if (p->stream) dmls_isa.store_fence();
-        return;
-    }
-    ask = tile_task_ask(p);
+    ask = task_ask(p);
     if (ask.rows > 0) {
-        /* Tiles that ask for the source of a task ahead (tile_task_ask). */
+        /* Tasks through row() that ask for the source of a task ahead
+           (task_ask).  Planes into channels a few values a task (a 6-D
+           permutation whose planes are 23 values of 7 dimensions far
+           apart): each task reads its planes' short runs from as many
+           places, and waited on each; the runs of the task four on are
+           asked for into L1.  In one process on the same buffers,
+           alternating (2 threads), 6-D gathers of 26-28 MB ran 1.13x
+           (float32) and 2.74x (int16) faster (0.25 -> 0.64 of the memcpy
+           limit); ones of 4-8 MB, in cache, 0.97-1.02x.  Eight tasks on
+           measured the same from memory, 0.87x in cache. */
         dmls_odometer ah;
         int64_t j;
         odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < ask.ahead ? t1 - t0 : ask.ahead);
         for (t = t0; t < t1; t++) {
             if (t + ask.ahead < t1) {
-                for (j = 0; j < ask.rows; j++)
-                    dmls_prefetch_l2_lines(s + ah.so + j * p->inner_src_stride, ask.bytes);
+                for (j = 0; j < ask.rows; j++) {
+                    if (ask.into_l1)
+                        dmls_prefetch_l1_lines(s + ah.so + j * ask.stride, ask.bytes);
+                    else
+                        dmls_prefetch_l2_lines(s + ah.so + j * ask.stride, ask.bytes);
+                }
                 odometer_step(p, &ah);
             }
             row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
