@@ -2258,9 +2258,7 @@ def test_staged_tiles_of_every_row_length(dtype, threads):
             sizes, order = (3, 2, a, b), (1, 0, 3, 2)
             if a >= 8 and b >= 8 and a * w <= 64 and b * w <= 64:
                 # (fewer than 8 values a side may be an interleave instead)
-                desc = _permuted(dtype, sizes, order, seed=0)[2]
-                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-                plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+                plan = _permuted_plans(dtype, sizes, order)[0]
                 assert plan["mode"] == "tile" and (plan["tile"][0], plan["inner"][0]) == (a, b)
             _check_permuted_round_trip(dtype, sizes, order, seed=a * 100 + b)
 
@@ -2309,10 +2307,7 @@ def test_short_rows_apart_at_every_task_count(dtype, threads):
                              ((9, 31, n), (1, 0, 2)), ((3, 17, 5, n), (2, 0, 1, 3)),
                              ((5, 3, 40, n), (1, 2, 0, 3))):
             for to_packed in (True, False):
-                desc = _permuted(dtype, sizes, order, seed=0)[2]
-                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-                src, dst = (desc.effective_strides, packed) if to_packed else (packed, desc.effective_strides)
-                plan = _engine.Plan(sizes, src, dst, 8 * w).describe()
+                plan = _permuted_plans(dtype, sizes, order)[0 if to_packed else 1]
                 if plan["mode"] == "memcpy" and plan["inner"][0] * w == row_bytes:
                     batched += plan["tile"] is not None
                     single += plan["tile"] is None
@@ -2334,9 +2329,7 @@ def test_streamed_rows_as_whole_lines(dtype, threads):
         for sizes, order in (((1, 1, n), (1, 0, 2)), ((2, 3, n), (1, 0, 2)), ((5, 7, n), (1, 0, 2)),
                              ((3, 5, 4, n), (2, 0, 1, 3)), ((4, 3, 5, n), (1, 2, 0, 3))):
             with _stream_threshold(0):
-                desc = _permuted(dtype, sizes, order, seed=0)[2]
-                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-                plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+                plan = _permuted_plans(dtype, sizes, order)[0]
                 assert plan["stream"] and (plan["mode"] == "memcpy" or math.prod(sizes[:-1]) == 1)
                 _check_permuted_round_trip(dtype, sizes, order, seed=row_bytes)
 
@@ -2348,6 +2341,16 @@ def _permuted(dtype, sizes, order, seed):
     values = values.view(dtype).reshape(sizes)
     view = values.transpose(order)
     return values, view, ds.BufferTensorDesc(dtype, list(view.shape), [s // w for s in view.strides])
+
+
+def _permuted_plans(dtype, sizes, order):
+    """The gather and scatter plans (described) of values of ``sizes``
+    stored in ``order`` (see _permuted), to and from packed."""
+    w = np.dtype(dtype).itemsize
+    strides = _permuted(dtype, sizes, order, seed=0)[2].effective_strides
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    return (_engine.Plan(sizes, strides, packed, 8 * w).describe(),
+            _engine.Plan(sizes, packed, strides, 8 * w).describe())
 
 
 def _check_permuted_round_trip(dtype, sizes, order, seed):
@@ -2759,10 +2762,7 @@ def test_tiles_far_apart_at_every_task_count(dtype, threads):
                  (20, 3000 // w), (64, 700 // w), (65, 700 // w)):
         for a, b in ((2, 1), (2, 2), (3, 4), (9, 5), (5, 7), (1, 6)):
             sizes, order = (a, b, j, k), (1, 0, 3, 2)
-            desc = _permuted(dtype, sizes, order, seed=0)[2]
-            packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-            for src, dst in ((desc.effective_strides, packed), (packed, desc.effective_strides)):
-                plan = _engine.Plan(sizes, src, dst, 8 * w).describe()
+            for plan in _permuted_plans(dtype, sizes, order):
                 if plan["mode"] == "tile":
                     kinds[_asks_tile_ahead(plan, w)] += 1
             _check_permuted_round_trip(dtype, sizes, order, seed=j * k)
@@ -2783,9 +2783,7 @@ def test_streamed_back_to_back_rows_with_every_remainder(dtype, threads, streami
         j = row_bytes // w
         for k in sorted({n - 1, n, n + 1, 2 * n - 1, 3 * n + 1, 4 * n + n // 2, 257, 515}):
             sizes, order = (2, 3, k, j), (1, 0, 3, 2)
-            desc = _permuted(dtype, sizes, order, seed=0)[2]
-            packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-            plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+            plan = _permuted_plans(dtype, sizes, order)[0]
             if (plan["mode"] == "tile" and plan["stream"] and plan["inner"][2] == w and plan["tile"][1] == w
                     and plan["tile"][2] == plan["inner"][0] * w == row_bytes):
                 hit.add(plan["tile"][0] % n)
@@ -2807,9 +2805,7 @@ def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
         for j in sorted({n + 1, 3 * n - 1, 300 // w}):
             for k in range(256, 256 + n + 1):
                 sizes, order = (2, k, j), (0, 2, 1)
-                desc = _permuted(dtype, sizes, order, seed=0)[2]
-                packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-                plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+                plan = _permuted_plans(dtype, sizes, order)[0]
                 if (plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == plan["inner"][0] * w
                         and plan["inner"][0] % n != 0 and plan["tile"][0] >= 256):
                     hit.add(plan["tile"][0] % n)
