@@ -508,8 +508,11 @@ def _check_short_last_dimension(dtype, last, stream):
         assert not plan.describe()["stream"]
     else:
         assert plan.describe()["mode"] == "memcpy" and plan.describe()["stream"] == stream
-        # Rows of up to 512 bytes run in source order here (29 innermost, not 37).
-        assert plan.describe()["outer"][-1][0] == (29 if last * dt.itemsize <= 512 else 37)
+        # Rows of up to 512 bytes run in source order here (29 innermost, not
+        # 37), but for rows of 160 bytes or more: destination order reads
+        # them as 37 streams, few enough to keep it.
+        row = last * dt.itemsize
+        assert plan.describe()["outer"][-1][0] == (29 if row < _planner.SHORT_ROW_STREAM_MIN_BYTES else 37)
     values = _random_buffer(swapped.element_count * dt.itemsize, 50 + last).view(dt).reshape(swapped.sizes)
     _check_scatter(values, swapped, _random_buffer(packed.total_tensor_size_in_bytes + 64, 60 + last),
                    offset=32, check_alignment=False)

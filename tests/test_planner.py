@@ -154,6 +154,43 @@ def test_short_rows_run_with_the_shorter_dimension_innermost():
     assert s.outer == [(32, 2097152, 2097152), (1024, 2048, 128), (16, 128, 131072)]
 
 
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype,last,streams,order", [
+    # rows of 200 and 504 bytes read as 29 or 256 streams in destination order: kept
+    ("float32", 50, 29, "destination"),
+    ("uint8", 504, 29, "destination"),
+    ("int16", 80, 256, "destination"),
+    # rows of 160 bytes and more, but 257 streams: source order, as shorter rows
+    ("float32", 40, 257, "source"),
+    ("float32", 39, 29, "source"),        # 156 bytes
+    ("uint32", 17, 29, "source"),         # 68 bytes
+])
+def test_rows_of_a_few_lines_read_as_few_streams_keep_destination_order(op, dtype, last, streams, order):
+    # A permutation that keeps its last dimension (rows of `last` values)
+    # and swaps the two before it, one of 23 and one of `streams`: in
+    # destination order the rows are read as `streams` streams, in source
+    # order written as 23.  From SHORT_ROW_STREAM_MIN_BYTES a row, up to
+    # SHORT_ROW_STREAMS streams, destination order stays; shorter rows, or
+    # more streams, run in source order, whose innermost dimension is the
+    # shorter.
+    sizes = (6, 23, streams, last) if op == "gather" else (6, streams, 23, last)
+    d = ds.BufferTensorDesc.from_layout(dtype, sizes, (0, 2, 1, 3))
+    w = np.dtype(dtype).itemsize
+    packed = [s * w for s in ds.BufferTensorDesc(dtype, sizes).effective_strides]
+    strided = [s * w for s in d.effective_strides]
+    src, dst = (strided, packed) if op == "gather" else (packed, strided)
+    dims = [(sizes[i], src[i], dst[i]) for i in range(3)]
+    dest = sorted(dims, key=lambda t: t[2], reverse=True)
+    source = sorted(dims, key=lambda t: t[1], reverse=True)
+    assert dest[-1][0] == streams and source[-1][0] == 23
+    p = _permuted_plan(op, dtype, sizes, (0, 2, 1, 3))
+    assert p.mode == "memcpy" and p.inner == (last, w, w)
+    assert p.outer == (dest if order == "destination" else source)
+    row = last * w
+    assert (order == "destination") == (_planner.SHORT_ROW_STREAM_MIN_BYTES <= row <= _planner.SHORT_ROW_BYTES
+                                        and streams <= _planner.SHORT_ROW_STREAMS)
+
+
 @pytest.mark.parametrize("sizes,src,dst,why", [
     ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
     ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
