@@ -651,11 +651,14 @@ def short_rows_order(outer: list[Dim], row_bytes: int) -> list[Dim]:
     it, even where source order would write fewer: a few read streams and
     one written run beat a few write streams each writing its rows' first
     and last lines in part, lines whose other parts another pass writes
-    long after.  In one process on the same buffers, alternating (2
-    threads, 5 rounds), unnamed 4-D to 6-D permutations of 16-64 MB keeping
-    a last dimension of such rows (gathers and scatters, six types) ran
-    1.19x faster by geometric mean (28 fresh cases, 0.69-1.76x, 23 faster)
-    after 1.12-1.22x on the sets that chose the bounds; shorter rows
+    long after.  In one process on the same buffers, alternating in an
+    order shuffled every round (2 threads, 5 rounds), unnamed 4-D to 6-D
+    permutations of 16-64 MB keeping a last dimension of such rows
+    (gathers and scatters, six types) ran 1.17x faster by geometric mean
+    (28 fresh cases, 0.61-1.75x, 19 faster; the old plan against itself
+    in the same loop 0.99x), after 1.12-1.22x on the sets that chose the
+    bounds; scatters are most of the slower ones, with no bound found
+    that parts them from the faster; shorter rows
     (24-156 bytes) measured 0.96x so, and destination orders of more than
     256 streams (a pass over a region) 0.65-1.15x, and keep the rule above.
     """
