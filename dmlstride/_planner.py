@@ -162,7 +162,9 @@ MIN_BLOCK_TASKS = 4
 #: together past half the 32 MiB L3) may go through L2 (block_l2_mode), with
 #: ordinary stores below transpose_stream_min: unnamed 6-D uint16
 #: permutations of 17-21 MB went from 0.44-0.58 to 0.54-0.68 of the memcpy
-#: limit.  Below it the block is transposed in place, its reads and writes
+#: limit (those through the source buffer alone no longer take it: five
+#: 6-D uint16 and int16 ones of 17-22 MB ran 1.12-1.24x faster in place,
+#: see BLOCK_L2_SOURCE_ONLY).  Below it the block is transposed in place, its reads and writes
 #: hitting L3: 5-D and 6-D permutations of 2.6-12.3 MB (uint8 to float64)
 #: ran 1.15x faster than through L2 (geometric mean of 12 gathers and
 #: scatters, 0.41 -> 0.47 of the memcpy limit; four even, none slower;
@@ -454,7 +456,9 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
     short runs from many places at once.  When the source rows (their
     chunks' ``block_chunks`` values, ``width`` bytes each) are at least
     four lines long, copying them to an L2 buffer one after another first
-    measured 1.2-1.5x faster (1: source).  When the destination rows are
+    measured 1.2-1.5x faster (1: source; since the block kernel took its
+    tiles band by band, no longer: see BLOCK_L2_SOURCE_ONLY, and
+    block_l2_path, the mode a block takes).  When the destination rows are
     long too, or whole lines, transposing into a second buffer and writing
     its rows one after another (with streaming stores from the streaming
     threshold) gains more (2: both).
@@ -470,6 +474,26 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
         return 0
     whole_lines = drun % 64 == 0 and all(b % 64 == 0 for _, _, b in kgroup)
     return 2 if drun >= BLOCK_L2_DEST_RUN or whole_lines else 1
+
+
+#: Whether a block whose source rows are long enough for the L2 buffers but
+#: whose destination rows are not (block_l2_mode 1) goes through the source
+#: buffer alone, transposed from there straight to the destination, rather
+#: than in place.  Off: in one process on the same buffers, alternating in an
+#: order shuffled every round (2 threads, 5-7 rounds), 41 unnamed 5-D and 6-D
+#: permutations of 18-63 MB so planned ran 1.17x (24) and 1.13x (17, fresh;
+#: 0.92-1.65x, two uint8 ones 1.42x and 1.65x) faster in place by geometric
+#: mean, the old plan against itself 0.99-1.05x; planned through both
+#: buffers, 20 of 20-63 MB ran 0.97x in place (0.60-1.43x), so those keep
+#: them.
+BLOCK_L2_SOURCE_ONLY = False
+
+
+def block_l2_path(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int) -> int:
+    """The L2 mode a block takes (block_l2_mode, but for 1 where
+    BLOCK_L2_SOURCE_ONLY is off: 0)."""
+    mode = block_l2_mode(jtot, ktot, width, kgroup, dst_bytes)
+    return 0 if mode == 1 and not BLOCK_L2_SOURCE_ONLY else mode
 
 
 def _run_cost(width: int, jtot: int, ktot: int, l2: int | bool) -> float:
@@ -558,7 +582,7 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
         staged = total >= block_l2_min_total()
         need = 2 if staged else 1
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
-                                              block_l2_mode(best[3], best[1], width, best[0], total))
+                                              block_l2_path(best[3], best[1], width, best[0], total))
         big = None
         for klimit in (group, 256, 64, 16):
             rest = list(dims)
@@ -597,7 +621,7 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     # tile; streamed that way they measured slower, so they keep plain stores.
     stream = (dst_bytes >= transpose_stream_min() and lines == 1 and not stage_dst
               and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup))
-    l2 = block_l2_mode(jtot, ktot, width, kgroup, dst_bytes)
+    l2 = block_l2_path(jtot, ktot, width, kgroup, dst_bytes)
     if l2:
         # Written from the L2 buffer, streamed only in BOTH (row by row).
         stream = l2 == 2 and dst_bytes >= transpose_stream_min()

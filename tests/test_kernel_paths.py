@@ -2082,10 +2082,16 @@ def test_streaming_block_cases_reach_every_width(streaming):
     assert widths == {1, 2, 4, 8}
 
 
-def test_streaming_block_cases_reach_every_l2_mode(streaming):
-    # Past the streaming limit, long source rows go through an L2 buffer
-    # (source), and long or line-aligned destination rows through a second
-    # one (both); the cases above reach each, with and without streaming.
+def test_streaming_block_cases_reach_every_l2_mode(streaming, monkeypatch):
+    # Past the streaming limit, long source rows with long or line-aligned
+    # destination rows go through two L2 buffers (both); with
+    # BLOCK_L2_SOURCE_ONLY, long source rows alone go through the first
+    # (source), which is otherwise never planned.  The cases above reach
+    # each, with and without streaming.
+    seen = _block_l2_modes_seen()
+    assert seen >= {("none", False), ("none", True), ("both", True)}
+    assert not any(mode == "source" for mode, _ in seen) and ("both", False) not in seen
+    monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
     seen = _block_l2_modes_seen()
     assert seen >= {("none", False), ("none", True), ("source", False), ("both", True)}
     assert ("source", True) not in seen and ("both", False) not in seen
@@ -2112,7 +2118,11 @@ def _block_l2_modes_seen():
             for plan in (gather_plan, scatter_plan) if plan["mode"] == "block"}
 
 
-def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
+def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming, monkeypatch):
+    seen = _block_l2_modes_seen()
+    assert ("both", False) in seen and not any(mode == "source" for mode, _ in seen)
+    assert not any(stream for _, stream in seen)
+    monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
     seen = _block_l2_modes_seen()
     assert {("source", False), ("both", False)} <= seen
     assert not any(stream for _, stream in seen)
@@ -2122,13 +2132,18 @@ def test_block_cases_reach_l2_modes_without_streaming(l2_without_streaming):
 # as a big block transposed in place (BLOCK_BIG_MIN_TOTAL: from a few MiB,
 # blocks take both groups as long as the tables allow, and below the L2 size
 # they are transposed without the L2 buffers).
-@pytest.mark.parametrize("limit", ["BLOCK_L2_MIN_TOTAL", "BLOCK_BIG_MIN_TOTAL"],
-                         ids=["l2_without_streaming", "big_blocks_in_place"])
+@pytest.mark.parametrize("limit", ["BLOCK_L2_MIN_TOTAL", "BLOCK_L2_SOURCE_ONLY", "BLOCK_BIG_MIN_TOTAL"],
+                         ids=["l2_without_streaming", "l2_source_only", "big_blocks_in_place"])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("name,sizes,spec,gather_block,scatter_block", BLOCK_CASES,
                          ids=[c[0] for c in BLOCK_CASES])
 def test_block_transpose_at_lowered_limits(dtype, name, sizes, spec, gather_block, scatter_block, limit,
                                            monkeypatch, threads):
+    # (l2_source_only: through L2 as above, and the source buffer alone
+    # where only the source rows are long enough for the buffers)
+    if limit == "BLOCK_L2_SOURCE_ONLY":
+        monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
+        limit = "BLOCK_L2_MIN_TOTAL"
     _lower_limit(monkeypatch, limit)
     _check_block_case_copies(dtype, name, sizes, spec, 16)
 
@@ -2404,16 +2419,23 @@ def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads)
     _check_permuted_round_trip(dtype, sizes, order, seed=3)
 
 
-def test_a_permutation_between_the_l2_and_streaming_sizes(threads):
+@pytest.mark.parametrize("source_only", [False, True], ids=["in_place", "source_buffer"])
+def test_a_permutation_between_the_l2_and_streaming_sizes(threads, source_only, monkeypatch):
     # 17 MB of uint16 in a scrambled 6-D order, at the default limits: past
-    # the size from which blocks go through L2, below the streaming one.
+    # the size from which blocks go through L2, below the streaming one,
+    # its block's source rows long enough for the L2 buffers and its
+    # destination rows not: transposed in place, or with
+    # BLOCK_L2_SOURCE_ONLY through the source buffer, with ordinary stores.
+    monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", source_only)
+    monkeypatch.setattr(transfer, "_plans", {})
     sizes, order = (6, 10, 14, 18, 22, 26), (2, 5, 1, 4, 0, 3)
     values = np.random.default_rng(6).integers(0, 1 << 16, sizes, dtype=np.uint16)
     view = values.transpose(order)
     desc = ds.BufferTensorDesc("uint16", list(view.shape), [s // 2 for s in view.strides])
     packed = ds.BufferTensorDesc("uint16", desc.sizes).effective_strides
     plan = _engine.Plan(desc.sizes, desc.effective_strides, packed, 16).describe()
-    assert plan["mode"] == "block" and plan["l2"] != "none" and not plan["stream"]
+    assert plan["mode"] == "block" and plan["l2"] == ("source" if source_only else "none")
+    assert not plan["stream"]
     np.testing.assert_array_equal(ds.gather(values, desc), view)
     out = np.zeros_like(values)
     ds.scatter(np.ascontiguousarray(view), desc, out)

@@ -347,6 +347,25 @@ def test_describe_is_the_planner_decision():
     assert info["tile"] == plan.layout.main.tile
 
 
+@pytest.mark.parametrize("op,dtype,sizes,order,j,k", [
+    # a float32 gather of 53 MB: source rows of 882 values (3528 bytes),
+    # destination rows of 50 (200 bytes, short of BLOCK_L2_DEST_RUN)
+    ("gather", "float32", (63, 40, 15, 7, 50), (4, 1, 2, 0, 3), 50, 882),
+    # a uint8 scatter of 52 MB: source rows of 1020 bytes, destination rows of 130
+    ("scatter", "uint8", (26, 25, 13, 17, 24, 15), (5, 3, 4, 2, 1, 0), 130, 1020),
+])
+def test_blocks_whose_source_rows_alone_are_long_are_transposed_in_place(monkeypatch, op, dtype, sizes, order,
+                                                                        j, k):
+    # Blocks whose runs allow the source L2 buffer alone (block_l2_mode 1)
+    # take it only with BLOCK_L2_SOURCE_ONLY; by default they are transposed
+    # in place.
+    p = _permuted_plan(op, dtype, sizes, order)
+    assert p.mode == "block" and p.l2 == 0 and (p.block.j_elems, p.block.k_elems) == (j, k)
+    monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
+    p = _permuted_plan(op, dtype, sizes, order)
+    assert p.mode == "block" and p.l2 == 1 and (p.block.j_elems, p.block.k_elems) == (j, k)
+
+
 @pytest.mark.parametrize("h", [8, 14, 28])
 def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
     # An int16 block whose k rows are adjacent in the destination (J = 25
