@@ -164,8 +164,9 @@ MIN_BLOCK_TASKS = 4
 #: permutations of 17-21 MB went from 0.44-0.58 to 0.54-0.68 of the memcpy
 #: limit (those through the source buffer alone no longer take it: five
 #: 6-D uint16 and int16 ones of 17-22 MB ran 1.12-1.24x faster in place,
-#: see BLOCK_L2_SOURCE_ONLY).  Below it the block is transposed in place, its reads and writes
-#: hitting L3: 5-D and 6-D permutations of 2.6-12.3 MB (uint8 to float64)
+#: see BLOCK_L2_SOURCE_ONLY).  Below it the block is transposed in place,
+#: its reads and writes hitting L3: 5-D and 6-D permutations of 2.6-12.3 MB
+#: (uint8 to float64)
 #: ran 1.15x faster than through L2 (geometric mean of 12 gathers and
 #: scatters, 0.41 -> 0.47 of the memcpy limit; four even, none slower;
 #: uint8 5-D of 6.4 MB 0.27 -> 0.40, float64 6-D of 3.2 MB 0.49 -> 0.64).
