@@ -1495,8 +1495,7 @@ def test_one_byte_blocks_hold_four_times_the_values(dtype, threads, monkeypatch)
     # (16 x 13 values rather than 16); gather and scatter against numpy,
     # guard bytes included.  (A block of that size, not a big one as long as
     # the tables allow, which the planner takes from BLOCK_BIG_MIN_TOTAL.)
-    monkeypatch.setattr(_planner, "BLOCK_BIG_MIN_TOTAL", 1 << 40)
-    monkeypatch.setattr(transfer, "_plans", {})
+    _set_planner(monkeypatch, "BLOCK_BIG_MIN_TOTAL", 1 << 40)
     sizes, order = (35, 20, 33, 26, 16), (3, 2, 4, 1, 0)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     plan = _plan(sizes, list(desc.effective_strides), list(ds.BufferTensorDesc(dtype, sizes).effective_strides), 1)
@@ -2097,10 +2096,15 @@ def test_streaming_block_cases_reach_every_l2_mode(streaming, monkeypatch):
     assert ("source", True) not in seen and ("both", False) not in seen
 
 
-def _lower_limit(monkeypatch, name):
-    """Set the planner's size limit ``name`` to 0 for a test; plans made before are dropped."""
-    monkeypatch.setattr(_planner, name, 0)
+def _set_planner(monkeypatch, name, value):
+    """Set the planner's setting ``name`` to ``value`` for a test; plans made before are dropped."""
+    monkeypatch.setattr(_planner, name, value)
     monkeypatch.setattr(transfer, "_plans", {})
+
+
+def _lower_limit(monkeypatch, name):
+    """Set the planner's size limit ``name`` to 0 for a test (_set_planner)."""
+    _set_planner(monkeypatch, name, 0)
 
 
 @pytest.fixture
@@ -2142,7 +2146,7 @@ def test_block_transpose_at_lowered_limits(dtype, name, sizes, spec, gather_bloc
     # (l2_source_only: through L2 as above, and the source buffer alone
     # where only the source rows are long enough for the buffers)
     if limit == "BLOCK_L2_SOURCE_ONLY":
-        monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
+        _set_planner(monkeypatch, "BLOCK_L2_SOURCE_ONLY", True)
         limit = "BLOCK_L2_MIN_TOTAL"
     _lower_limit(monkeypatch, limit)
     _check_block_case_copies(dtype, name, sizes, spec, 16)
@@ -2426,8 +2430,7 @@ def test_a_permutation_between_the_l2_and_streaming_sizes(threads, source_only, 
     # its block's source rows long enough for the L2 buffers and its
     # destination rows not: transposed in place, or with
     # BLOCK_L2_SOURCE_ONLY through the source buffer, with ordinary stores.
-    monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", source_only)
-    monkeypatch.setattr(transfer, "_plans", {})
+    _set_planner(monkeypatch, "BLOCK_L2_SOURCE_ONLY", source_only)
     sizes, order = (6, 10, 14, 18, 22, 26), (2, 5, 1, 4, 0, 3)
     values = np.random.default_rng(6).integers(0, 1 << 16, sizes, dtype=np.uint16)
     view = values.transpose(order)
