@@ -855,15 +855,17 @@ static inline void prefetch_rows(const char *const *r, int64_t rows, int64_t off
    for its missing rows, and each buffer row's store spills past the row
    into the next one, whose own store comes after it (the band's last
    spills into the buffer's slack).  Element by element, 12 one-byte
-   channels ran at 1.7 GB/s on 2 threads.  A streaming copy (its source
-   beyond L3) prefetches each group's next band while it transposes this
-   one: 30-60 source rows are more than the hardware prefetcher follows
-   (45 float32 columns of 60 MB went from 0.71 to 0.96 of the memcpy
-   limit).  So do two-byte values from the cache (a copy that does not
-   stream): in one process on the same buffers, alternating (2 threads),
-   NCHW to NHWC scatters of 18-42 int16 or float16 channels, 6-12 MB, ran
-   1.12-1.42x faster, of 11, 13, 50 and 60 channels 0.95-1.02x; one- and
-   four-byte values gained nothing (0.83-1.06x, one 1.38x).  Reads stay
+   channels ran at 1.7 GB/s on 2 threads.  Each group's next band is
+   asked for while this one is transposed: 30-60 source rows are more than
+   the hardware prefetcher follows.  A streaming copy (its source beyond
+   L3) went from 0.71 to 0.96 of the memcpy limit (45 float32 columns of
+   60 MB); from the cache (a copy that does not stream), in one process on
+   the same buffers, alternating (2 threads), NCHW to NHWC scatters of
+   18-42 int16 or float16 channels, 6-12 MB, ran 1.12-1.42x faster (of 11,
+   13, 50 and 60 channels 0.95-1.02x), and of 5-43 one-, four- and
+   eight-byte channels (4.8-13 MB) 1.07x by geometric mean of 24 unnamed
+   ones (0.95-1.45x; the slowest, uint8 and float32 ones of 9.7-11.6 MB,
+   1.25-1.45x; the same plan against itself 1.00x).  Reads stay
    within s + j * sj + [0, kn * W) for j < jn (the prefetches too), writes
    within d + [0, kn * jn * W).  Covers rows k < *kdone. */
 typedef char dmls_contig_ragged_fits[16384 + 15 * 512 + 64 + (2 * 512 + 2 * 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
@@ -897,7 +899,7 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         for (k = 0; k < TK; k++) dl[k] = dr[k] + jl * W;
     for (kb = 0; kb < kf; kb += nk) {
         nk = kf - kb < TK ? kf - kb : TK;
-        ahead = stream || W == 2 ? (kf - kb - nk < TK ? kf - kb - nk : TK) * W : 0;
+        ahead = (kf - kb - nk < TK ? kf - kb - nk : TK) * W;
         kp = 0;
         if (pairs) {
             if (ahead > 0) prefetch_rows(sr, jn, (kb + nk) * W, ahead);
