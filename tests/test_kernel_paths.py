@@ -463,12 +463,14 @@ def test_short_runs_at_odd_strides_stay_bytes(threads):
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "gather", None),     # too few tasks: no batch
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "copy", 2),          # into the reversed order
 ], ids=str)
-def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads, no_short_k_blocks):
+def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads, no_short_k_blocks,
+                                       k_inside_dimensions):
     # Permutations whose fastest source and destination dimensions are both
     # short and different run element by element, a batch of rows a task
     # (the plan's tile); gathers, scatters (guard bytes around the
     # destination) and a copy into another permutation, against numpy.
-    # (Five float64 values a source row make a block otherwise.)
+    # (Five float64 values a source row make a block otherwise, and the
+    # int16 copy one whose K stops at a dimension boundary.)
     plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order)), op)
     assert plan.mode == "strided" and (plan.tile is None if batch is None else plan.tile[0] == batch)
     check()
@@ -1394,7 +1396,7 @@ SHORT_GROUP_BLOCKS = [
     ((15, 15, 5, 3), (3, 2, 1, 0), "gather", 225, 15, 15),
     ((3, 9, 14, 3, 14), (1, 2, 4, 0, 3), "gather", 9, 14, 14),
     ((15, 9, 5, 3), (1, 3, 2, 0), "gather", 15, 135, 64),
-    ((17, 8, 16, 20), (2, 3, 1, 0), "scatter", 160, 136, 128),
+    ((17, 8, 16, 20), (2, 3, 1, 0), "scatter", 320, 136, 64),
 ]
 
 
@@ -1442,7 +1444,9 @@ def _short_k_plan(dtype, sizes, order, op):
 
 @pytest.mark.parametrize("dtype,sizes,order,op,width,kn,jn", SHORT_K_BLOCKS,
                          ids=[f"{c[0]}-k{c[5]}x{c[4]}" for c in SHORT_K_BLOCKS])
-def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order, op, width, kn, jn, monkeypatch):
+def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order, op, width, kn, jn, monkeypatch,
+                                                           k_inside_dimensions):
+    # (K_AT_DIMENSION_BOUNDARIES off, as in test_short_k_blocks_gather_and_scatter.)
     plan = _short_k_plan(dtype, sizes, order, op)
     assert plan.mode == "block" and plan.width == width
     assert plan.block.k_elems == kn and plan.block.j_elems == jn
@@ -1451,6 +1455,44 @@ def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order,
     monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", kn * width + 1)
     plan = _short_k_plan(dtype, sizes, order, op)
     assert plan.mode != "block" or plan.block.k_elems >= 8
+
+
+# Permutations whose destination-fast dimension is short and whose next one
+# is the second dimension of the source's contiguous run: K stops at the
+# first source dimension, and J runs on through the destination's.  With
+# K_AT_DIMENSION_BOUNDARIES off, K takes a piece of the shared dimension
+# (the uint8 gather: a block of 57 x 9, rows of 9 bytes) or the plan is no
+# block at all.
+K_AT_BOUNDARY_BLOCKS = [
+    ("uint8", (1, 14, 19, 25, 15, 9), (0, 3, 5, 1, 4, 2), "gather", 19, 675, ("block", 570, 9)),
+    ("uint32", (3, 7, 21, 40, 21), (4, 2, 0, 3, 1), "scatter", 21, 840, ("strided", None, None)),
+    ("float16", (2, 26, 32, 6, 4, 21), (1, 5, 0, 2, 4, 3), "scatter", 21, 768, ("strided", None, None)),
+    ("uint8", (7, 8, 9, 6, 25, 31), (1, 2, 5, 3, 4, 0), "scatter", 31, 525, ("strided", None, None)),
+]
+
+
+@pytest.fixture
+def k_inside_dimensions(monkeypatch):
+    yield from _planner_setting(monkeypatch, "K_AT_DIMENSION_BOUNDARIES", False)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,kn,jn,without", K_AT_BOUNDARY_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-k{c[4]}" for c in K_AT_BOUNDARY_BLOCKS])
+def test_k_stops_at_a_source_dimension_where_j_runs_on(dtype, sizes, order, op, kn, jn, without, threads):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and (plan.block.k_elems, plan.block.j_elems) == (kn, jn)
+    check()
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,kn,jn,without", K_AT_BOUNDARY_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-k{c[4]}" for c in K_AT_BOUNDARY_BLOCKS])
+def test_without_dimension_boundaries_k_takes_a_piece(dtype, sizes, order, op, kn, jn, without,
+                                                      k_inside_dimensions):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == without[0]
+    if plan.mode == "block":
+        assert (plan.block.k_elems, plan.block.j_elems) == without[1:]
+    check()
 
 
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
@@ -1477,9 +1519,12 @@ def test_shorter_source_runs_are_no_block(dtype, sizes, order, op, monkeypatch):
 @pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
 @pytest.mark.parametrize("dtype,sizes,order,op,width,kn,jn", SHORT_K_BLOCKS,
                          ids=[f"{c[0]}-k{c[5]}x{c[4]}" for c in SHORT_K_BLOCKS])
-def test_short_k_blocks_gather_and_scatter(dtype, sizes, order, op, width, kn, jn, level, stream, threads):
+def test_short_k_blocks_gather_and_scatter(dtype, sizes, order, op, width, kn, jn, level, stream, threads,
+                                           k_inside_dimensions):
     # Both directions against numpy, the scatter's guard bytes and the
-    # elements' gaps included (a block plan for one of them at least).
+    # elements' gaps included (a block plan for one of them at least).  (K
+    # as the search took it before K_AT_DIMENSION_BOUNDARIES, which makes
+    # the uint8 scatter's K 21 values.)
     with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
         for each in ("gather", "scatter"):
             plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
