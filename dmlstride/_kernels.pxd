@@ -65,6 +65,7 @@ cdef extern from "src/plan.h":
         int block_stage_src
         int block_stage_dst
         int block_lines
+        int block_whole
         int l2
 
     ctypedef struct dmls_copy:

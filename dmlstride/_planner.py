@@ -281,6 +281,7 @@ class BlockGroups:
     stage_src: bool                   # stage source lines in L1 (rows share an L1 set)
     stage_dst: bool                   # stage destination rows in L1
     lines: int                        # source lines of k per tile row (1 or 4)
+    whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
 
 
 @dataclass
@@ -569,6 +570,30 @@ def _short_side_values(ktot: int, jtot: int) -> int:
     return ktot * jtot if min(ktot, jtot) < 8 else 0
 
 
+#: A block whose k rows, each its J run, tile one span of the destination
+#: (the block is a contiguous piece of it: its outer dimensions are all
+#: slower), in a copy that streams but whose rows could not (k rows off the
+#: line offset of the first), is transposed into a buffer and written out
+#: whole with streaming stores (``whole``), where its rows went out with
+#: ordinary stores, each line read for ownership first (see block_whole in
+#: src/block.c for the measurements).  Spans from this many bytes to the L2
+#: buffer's BLOCK_L2_BYTES: blocks of 1716 bytes (a 20 MB uint32 gather)
+#: measured 0.79-0.87x so.
+BLOCK_WHOLE_MIN_BYTES = 2048
+
+
+def tiles_span(kgroup: list[Dim], run: int) -> bool:
+    """Whether rows of ``run`` bytes at the group's destination offsets
+    tile [0, run * elements) exactly: its destination strides, smallest
+    first, are run and then each the one before times its size."""
+    want = run
+    for n, _, b in sorted((t for t in kgroup if t[0] > 1), key=lambda t: t[2]):
+        if b != want:
+            return False
+        want *= n
+    return True
+
+
 def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:
     """A ``block`` plan if the layout has a source-contiguous group K and a
     destination-contiguous group J of at most ``group`` elements each that are
@@ -669,13 +694,16 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     if not l2 and outer_count < MIN_BLOCK_TASKS:
         seg = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     segments = -(-jtot // seg)
+    whole = (not stream and not l2 and seg == jtot and dst_bytes >= transpose_stream_min()
+             and BLOCK_WHOLE_MIN_BYTES <= jtot * ktot * width <= BLOCK_L2_BYTES
+             and tiles_span(kgroup, jtot * width))
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,
         dst_bytes=dst_bytes, stream=stream,
         block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
-                          lines=lines), l2=l2)
+                          lines=lines, whole=whole), l2=l2)
 
 
 #: Contiguous rows of at most this many bytes (the engine's inline short-row
@@ -1299,5 +1327,5 @@ def describe(plan: CopyPlan) -> dict:
     if m.block is not None:
         info["block"] = {"j": list(m.block.j), "k": list(m.block.k),
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
-                         "lines": m.block.lines}
+                         "lines": m.block.lines, "whole": bool(m.block.whole)}
     return info

@@ -1521,6 +1521,79 @@ def test_without_dimension_boundaries_k_takes_a_piece(dtype, sizes, order, op, k
     check()
 
 
+# Blocks whose k rows tile one span of the destination (a contiguous piece
+# of it), in copies that stream but whose rows could not: each block is
+# transposed into a buffer and streamed out whole.  Tiles one and four lines
+# tall, a staged source, one-byte groups shorter than a micro-block (padded
+# through the kernel's buffers), a single task.  (dtype, sizes, layout
+# order, copy that so plans)
+WHOLE_BLOCKS = [
+    ("float16", (7, 13, 13, 19, 6), (3, 0, 1, 4, 2), "gather"),
+    ("float16", (11, 2, 5, 11, 12, 12), (3, 1, 4, 5, 2, 0), "scatter"),
+    ("float32", (16, 11, 16, 15), (3, 0, 2, 1), "gather"),
+    ("float32", (20, 8, 10, 10), (2, 1, 3, 0), "scatter"),
+    ("float64", (11, 4, 6, 5, 12), (1, 0, 4, 3, 2), "gather"),
+    ("float64", (20, 18, 4, 16), (1, 3, 2, 0), "scatter"),
+    ("int16", (10, 14, 10, 2, 3, 22), (0, 1, 5, 3, 2, 4), "gather"),
+    ("uint32", (9, 14, 16, 5, 8), (1, 4, 2, 3, 0), "scatter"),
+    ("uint8", (22, 9, 13, 12), (3, 0, 2, 1), "gather"),
+    ("uint8", (22, 4, 13, 15, 12), (0, 1, 4, 3, 2), "scatter"),
+    ("uint8", (6, 19, 5, 13, 21, 2), (2, 4, 5, 3, 1, 0), "scatter"),
+]
+
+
+def _whole_rows(kgroup, run):
+    # Whether rows of run bytes at the k group's destination offsets cover
+    # [0, run * elements) once each, counted element by element.
+    offsets = [0]
+    for n, stride in kgroup:
+        offsets = [o + i * stride for i in range(n) for o in offsets]
+    covered = sorted(o + b for o in offsets for b in range(run))
+    return covered == list(range(run * len(offsets)))
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", WHOLE_BLOCKS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
+def test_blocks_that_tile_a_span_stream_it_whole(dtype, sizes, order, op, level, threads):
+    # Gather and scatter against numpy (the scatter's guard bytes and the
+    # gaps between its elements included), with streaming from 0 bytes.
+    with _stream_threshold(0), _isa_level(level):
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            if each == op:
+                width = plan.width
+                assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+                assert _whole_rows(plan.block.k, plan.block.j_elems * width)
+                assert _planner.BLOCK_WHOLE_MIN_BYTES <= plan.block.j_elems * plan.block.k_elems * width
+            check()
+
+
+def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
+    dtype, sizes, order, op = WHOLE_BLOCKS[4]
+    nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
+    with _stream_threshold(nbytes * 8 // _planner.TRANSPOSE_STREAM_EIGHTHS):
+        assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+    with _stream_threshold(nbytes * 8 // _planner.TRANSPOSE_STREAM_EIGHTHS + 8):
+        assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+    with _stream_threshold(0):
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BYTES", _planner.BLOCK_L2_BYTES + 1)
+        assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+
+
+def test_a_whole_block_whose_rows_leave_gaps_is_not_written_whole(monkeypatch, threads):
+    # A block whose k rows do not tile a span (48-byte rows 240 bytes apart
+    # among others) flagged whole, as the planner never flags it: the kernel
+    # checks the rows itself and writes them in place, so the gaps between
+    # them (and the guard bytes) keep their bytes.
+    dtype, sizes, order = "float32", (16, 12, 12, 5, 4), (2, 0, 4, 3, 1)
+    monkeypatch.setattr(_planner, "tiles_span", lambda kgroup, run: True)
+    with _stream_threshold(0):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, "scatter")
+        assert plan.mode == "block" and plan.block.whole
+        assert not _whole_rows(plan.block.k, plan.block.j_elems * plan.width)
+        check()
+
+
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
 # uint32 ones, 4-7 uint8 ones) keep their tiles or rows, though a block
 # could take them.
