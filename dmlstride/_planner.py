@@ -570,28 +570,36 @@ def _short_side_values(ktot: int, jtot: int) -> int:
     return ktot * jtot if min(ktot, jtot) < 8 else 0
 
 
-#: A block whose k rows, each its J run, tile one span of the destination
-#: (the block is a contiguous piece of it: its outer dimensions are all
-#: slower), in a copy that streams but whose rows could not (k rows off the
-#: line offset of the first), is transposed into a buffer and written out
-#: whole with streaming stores (``whole``), where its rows went out with
-#: ordinary stores, each line read for ownership first (see block_whole in
-#: src/block.c for the measurements).  Spans from this many bytes to the L2
-#: buffer's BLOCK_L2_BYTES: blocks of 1716 bytes (a 20 MB uint32 gather)
-#: measured 0.79-0.87x so.
-BLOCK_WHOLE_MIN_BYTES = 2048
+#: A block of at most BLOCK_L2_BYTES in a copy that streams but whose rows
+#: could not (k rows off the line offset of the first), whose rows lie back
+#: to back in the destination in runs of at least this many bytes, is
+#: transposed into a buffer and written out a run at a time with streaming
+#: stores (``whole``), where its rows went out with ordinary stores, each
+#: line read for ownership first (see block_whole in src/block.c).  Blocks
+#: that are one run (all their outer dimensions slower in the destination)
+#: gained most; in one process on the same buffers, alternating in a
+#: shuffled order (2 threads, 5 rounds), with the old plan against itself as
+#: a control (0.98x), those whose runs are shorter than the block, 26 of 300
+#: unnamed 5-D and 6-D permutations of 12-64 MB, ran 1.09x faster by
+#: geometric mean from runs of 1024 bytes (1.07x from 2048, 1.11x from 256),
+#: a fresh 28 of 66 of another 300 1.08x (0.74-1.56x; one-byte scatters
+#: 0.74-0.92x).  Bounds on the rows' length (256 or 1024 bytes) measured
+#: 1.07x and 1.09x on those 54 where none measured 1.11x.
+BLOCK_WHOLE_MIN_BYTES = 1024
 
 
-def tiles_span(kgroup: list[Dim], run: int) -> bool:
-    """Whether rows of ``run`` bytes at the group's destination offsets
-    tile [0, run * elements) exactly: its destination strides, smallest
-    first, are run and then each the one before times its size."""
-    want = run
-    for n, _, b in sorted((t for t in kgroup if t[0] > 1), key=lambda t: t[2]):
-        if b != want:
-            return False
-        want *= n
-    return True
+def whole_run_bytes(kgroup: list[Dim], run: int) -> int:
+    """The bytes of a run of a block's rows back to back in the destination:
+    rows of ``run`` bytes at the k group's offsets, along the dimensions
+    whose destination strides run on from them (the first ``run`` bytes
+    apart, each next one the one before times its size)."""
+    want, rest = run, [t for t in kgroup if t[0] > 1]
+    while True:
+        nxt = next((t for t in rest if t[2] == want), None)
+        if nxt is None:
+            return want
+        rest.remove(nxt)
+        want *= nxt[0]
 
 
 def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:
@@ -695,8 +703,8 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
         seg = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     segments = -(-jtot // seg)
     whole = (not stream and not l2 and seg == jtot and dst_bytes >= transpose_stream_min()
-             and BLOCK_WHOLE_MIN_BYTES <= jtot * ktot * width <= BLOCK_L2_BYTES
-             and tiles_span(kgroup, jtot * width))
+             and jtot * ktot * width <= BLOCK_L2_BYTES
+             and whole_run_bytes(kgroup, jtot * width) >= BLOCK_WHOLE_MIN_BYTES)
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,

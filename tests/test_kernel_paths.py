@@ -1521,40 +1521,54 @@ def test_without_dimension_boundaries_k_takes_a_piece(dtype, sizes, order, op, k
     check()
 
 
-# Blocks whose k rows tile one span of the destination (a contiguous piece
-# of it), in copies that stream but whose rows could not: each block is
-# transposed into a buffer and streamed out whole.  Tiles one and four lines
-# tall, a staged source, one-byte groups shorter than a micro-block (padded
-# through the kernel's buffers), a single task.  (dtype, sizes, layout
-# order, copy that so plans)
+# Blocks whose rows lie back to back in the destination in runs of 1 KiB or
+# more (the whole block one run, or several), in copies that stream but
+# whose rows could not: each block is transposed into a buffer and streamed
+# out a run at a time.  Tiles one and four lines tall, a staged source,
+# one-byte groups shorter than a micro-block (padded through the kernel's
+# buffers), a single task.  (dtype, sizes, layout order, copy that so plans,
+# runs a block)
 WHOLE_BLOCKS = [
-    ("float16", (7, 13, 13, 19, 6), (3, 0, 1, 4, 2), "gather"),
-    ("float16", (11, 2, 5, 11, 12, 12), (3, 1, 4, 5, 2, 0), "scatter"),
-    ("float32", (16, 11, 16, 15), (3, 0, 2, 1), "gather"),
-    ("float32", (20, 8, 10, 10), (2, 1, 3, 0), "scatter"),
-    ("float64", (11, 4, 6, 5, 12), (1, 0, 4, 3, 2), "gather"),
-    ("float64", (20, 18, 4, 16), (1, 3, 2, 0), "scatter"),
-    ("int16", (10, 14, 10, 2, 3, 22), (0, 1, 5, 3, 2, 4), "gather"),
-    ("uint32", (9, 14, 16, 5, 8), (1, 4, 2, 3, 0), "scatter"),
-    ("uint8", (22, 9, 13, 12), (3, 0, 2, 1), "gather"),
-    ("uint8", (22, 4, 13, 15, 12), (0, 1, 4, 3, 2), "scatter"),
-    ("uint8", (6, 19, 5, 13, 21, 2), (2, 4, 5, 3, 1, 0), "scatter"),
+    ("float16", (7, 13, 13, 19, 6), (3, 0, 1, 4, 2), "gather", 1),
+    ("float16", (11, 2, 5, 11, 12, 12), (3, 1, 4, 5, 2, 0), "scatter", 1),
+    ("float32", (16, 11, 16, 15), (3, 0, 2, 1), "gather", 1),
+    ("float32", (20, 8, 10, 10), (2, 1, 3, 0), "scatter", 1),
+    ("float64", (11, 4, 6, 5, 12), (1, 0, 4, 3, 2), "gather", 1),
+    ("float64", (20, 18, 4, 16), (1, 3, 2, 0), "scatter", 1),
+    ("int16", (10, 14, 10, 2, 3, 22), (0, 1, 5, 3, 2, 4), "gather", 1),
+    ("uint32", (9, 14, 16, 5, 8), (1, 4, 2, 3, 0), "scatter", 1),
+    ("uint8", (22, 9, 13, 12), (3, 0, 2, 1), "gather", 1),
+    ("uint8", (22, 4, 13, 15, 12), (0, 1, 4, 3, 2), "scatter", 1),
+    ("uint8", (6, 19, 5, 13, 21, 2), (2, 4, 5, 3, 1, 0), "scatter", 1),
+    ("float16", (17, 20, 17, 17, 2), (4, 1, 3, 2, 0), "gather", 17),
+    ("float32", (19, 8, 11, 3, 3, 3), (4, 5, 2, 0, 3, 1), "scatter", 9),
+    ("float64", (17, 5, 4, 7, 3, 4), (4, 5, 1, 3, 2, 0), "scatter", 12),
+    ("int16", (16, 16, 5, 10, 16), (4, 1, 2, 3, 0), "gather", 16),
+    ("uint32", (9, 7, 4, 11, 4, 11), (1, 4, 0, 5, 3, 2), "scatter", 4),
+    ("uint8", (9, 14, 15, 10, 18), (1, 4, 0, 3, 2), "gather", 3),
 ]
 
 
-def _whole_rows(kgroup, run):
-    # Whether rows of run bytes at the k group's destination offsets cover
-    # [0, run * elements) once each, counted element by element.
+def _row_runs(kgroup, run):
+    # The lengths of the runs that rows of run bytes at the k group's
+    # destination offsets make, counted byte by byte (each byte once).
     offsets = [0]
     for n, stride in kgroup:
         offsets = [o + i * stride for i in range(n) for o in offsets]
     covered = sorted(o + b for o in offsets for b in range(run))
-    return covered == list(range(run * len(offsets)))
+    assert len(set(covered)) == len(covered)
+    runs, start = [], 0
+    for i in range(1, len(covered) + 1):
+        if i == len(covered) or covered[i] != covered[i - 1] + 1:
+            runs.append(covered[i - 1] + 1 - covered[start])
+            start = i
+    return runs
 
 
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
-@pytest.mark.parametrize("dtype,sizes,order,op", WHOLE_BLOCKS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
-def test_blocks_that_tile_a_span_stream_it_whole(dtype, sizes, order, op, level, threads):
+@pytest.mark.parametrize("dtype,sizes,order,op,runs", WHOLE_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
+def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order, op, runs, level, threads):
     # Gather and scatter against numpy (the scatter's guard bytes and the
     # gaps between its elements included), with streaming from 0 bytes.
     with _stream_threshold(0), _isa_level(level):
@@ -1563,13 +1577,14 @@ def test_blocks_that_tile_a_span_stream_it_whole(dtype, sizes, order, op, level,
             if each == op:
                 width = plan.width
                 assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
-                assert _whole_rows(plan.block.k, plan.block.j_elems * width)
-                assert _planner.BLOCK_WHOLE_MIN_BYTES <= plan.block.j_elems * plan.block.k_elems * width
+                lengths = _row_runs(plan.block.k, plan.block.j_elems * width)
+                assert len(lengths) == runs and min(lengths) >= _planner.BLOCK_WHOLE_MIN_BYTES
+                assert plan.block.j_elems * plan.block.k_elems * width <= _planner.BLOCK_L2_BYTES
             check()
 
 
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
-    dtype, sizes, order, op = WHOLE_BLOCKS[4]
+    dtype, sizes, order, op, _ = WHOLE_BLOCKS[4]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
     with _stream_threshold(nbytes * 8 // _planner.TRANSPOSE_STREAM_EIGHTHS):
         assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
@@ -1580,17 +1595,18 @@ def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
         assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
 
 
-def test_a_whole_block_whose_rows_leave_gaps_is_not_written_whole(monkeypatch, threads):
-    # A block whose k rows do not tile a span (48-byte rows 240 bytes apart
-    # among others) flagged whole, as the planner never flags it: the kernel
-    # checks the rows itself and writes them in place, so the gaps between
-    # them (and the guard bytes) keep their bytes.
+def test_whole_blocks_write_their_rows_bytes_only(monkeypatch, threads):
+    # A block whose rows make runs of 960 bytes (20 rows of 48 bytes) 15360
+    # bytes apart, under the bound, taken whole with the bound at 1 byte: the
+    # runs go out one by one, so the gaps between them (the other blocks'
+    # rows, written by other tasks) and the guard bytes are never written
+    # over.
     dtype, sizes, order = "float32", (16, 12, 12, 5, 4), (2, 0, 4, 3, 1)
-    monkeypatch.setattr(_planner, "tiles_span", lambda kgroup, run: True)
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BYTES", 1)
     with _stream_threshold(0):
         plan, check = _permutation_plan_and_check(dtype, sizes, order, order, "scatter")
         assert plan.mode == "block" and plan.block.whole
-        assert not _whole_rows(plan.block.k, plan.block.j_elems * plan.width)
+        assert _row_runs(plan.block.k, plan.block.j_elems * plan.width) == [960] * 12
         check()
 
 

@@ -357,49 +357,79 @@ static int rows_on_line_offset(const dmls_group *g) {
     return 1;
 }
 
-/* Whether rows of run bytes at the k group's destination offsets tile
-   [0, run * kgroup.elems) exactly (the planner's tiles_span): its strides,
-   smallest first, are run and then each the one before times its size.
-   Checked here too, so that no plan can have a whole block's span written
-   over bytes between its elements. */
-static int rows_tile_span(const dmls_group *g, int64_t run) {
-    int used[DMLS_MAX_DIMS] = {0};
+/* The k group's dimensions whose destination strides run on from rows of
+   run bytes (the first run bytes apart, each next one the one before times
+   its size), marked in chain; returns the bytes of one such run of rows
+   (run times their sizes), 0 on overflow.  The planner's whole_run_bytes. */
+static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
     int64_t want = run;
-    int i, n, left = 0;
-    for (i = 0; i < g->ndim; i++) left += g->size[i] > 1;
-    for (n = 0; n < left; n++) {
+    int i;
+    for (i = 0; i < g->ndim; i++) chain[i] = 0;
+    for (;;) {
         for (i = 0; i < g->ndim; i++)
-            if (!used[i] && g->size[i] > 1 && g->stride[i] == want) break;
-        if (i == g->ndim) return 0;
-        used[i] = 1;
+            if (!chain[i] && g->size[i] > 1 && g->stride[i] == want) break;
+        if (i == g->ndim) return want;
+        chain[i] = 1;
         if (want > INT64_MAX / g->size[i]) return 0;
         want *= g->size[i];
     }
-    return 1;
 }
 
-/* A whole block (p->block_whole, all of J) whose k rows tile one span of
-   the destination: transposed into the L2 destination buffer laid out as
-   the span, then written out with streaming stores, its lines whole.  Its
-   rows, written in place with ordinary stores, had each line read for
-   ownership first: in one process on the same buffers, alternating in a
-   shuffled order (2 threads, 5 rounds), with the old plan against itself as
-   a control (0.98x and 1.00x), 12 unnamed 5-D and 6-D permutations of
-   15-57 MB so planned ran 1.32x faster by geometric mean (0.93-1.72x; a
+/* A whole block (p->block_whole, all of J): its rows, jn * w bytes each, make
+   runs of L bytes in the destination (the rows of k's chained dimensions,
+   back to back), one for each value of its other k dimensions.  The block
+   is transposed into the L2 destination buffer, run after run, then each
+   run is written out with streaming stores, its lines whole (its first and
+   last in part with ordinary stores).  Only the rows' own bytes are
+   written, whatever the other dimensions' strides.  Its rows, written in
+   place with ordinary stores, had each line read for ownership first: in
+   one process on the same buffers, alternating in a shuffled order (2
+   threads, 5 rounds), with the old plan against itself as a control (0.98x
+   and 1.00x), 12 unnamed 5-D and 6-D permutations of 15-57 MB whose blocks
+   are one run each ran 1.32x faster by geometric mean (0.93-1.72x; a
    15.5 MB float64 gather of blocks of 3840 bytes 0.54 -> 0.68 of the
    memcpy limit), a fresh 18 of 300 of 12-64 MB 1.38x (1.07-1.98x, every
-   one faster).  Returns 0, having touched nothing, where the buffer cannot
-   take it. */
+   one faster).  Returns 0, having touched nothing, where the buffers
+   cannot take it. */
+typedef char dmls_block_whole_tables_fit[2 * DMLS_BLOCK_GROUP * 8 <= DMLS_SCRATCH_BLOCK_BYTES ? 1 : -1];
 static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
-                       const int64_t *kd, int64_t kn, char *tiles) {
+                       int64_t kn, char *tiles) {
     const int64_t w = p->width;
-    char *arena = dmls_scratch();
+    const dmls_group *g = &p->kgroup;
+    dmls_group inbuf = *g, runs = *g;
+    char *arena = dmls_scratch(), *buf;
+    int64_t *bkd, *roff, L, at, nruns, r;
+    int chain[DMLS_MAX_DIMS], i;
     if (arena == NULL || dmls_isa.level < DMLS_ISA_SSE2 || jn > DMLS_BLOCK_L2_BYTES / w ||
-            kn > DMLS_BLOCK_L2_BYTES / (jn * w) || !rows_tile_span(&p->kgroup, jn * w))
+            kn > DMLS_BLOCK_L2_BYTES / (jn * w) || kn > DMLS_BLOCK_GROUP)
         return 0;
-    block_transpose(p->width, s, js, jn, arena + DMLS_SCRATCH_BLOCK_DST, kd, kn, p->block_stage_src,
-                    p->block_stage_dst, p->block_lines, 0, 1, tiles);
-    dmls_isa.stream_copy(d, arena + DMLS_SCRATCH_BLOCK_DST, kn * jn * w);
+    L = chained_run(g, jn * w, chain);
+    if (L < jn * w || L > kn * jn * w) return 0;
+    /* In the buffer: chained dimensions at their destination strides, the
+       others (fastest first) run after run; runs: those others alone, at
+       their destination strides. */
+    at = L;
+    runs.ndim = 0;
+    runs.elems = 1;
+    for (i = 0; i < g->ndim; i++) {
+        if (chain[i] || g->size[i] <= 1) continue;
+        inbuf.stride[i] = at;
+        at *= g->size[i];
+        runs.size[runs.ndim] = g->size[i];
+        runs.stride[runs.ndim++] = g->stride[i];
+        runs.elems *= g->size[i];
+    }
+    if (at != kn * jn * w) return 0;
+    nruns = runs.elems;
+    buf = arena + DMLS_SCRATCH_BLOCK_DST;
+    bkd = (int64_t *)(arena + DMLS_SCRATCH_BLOCK_SRC);
+    roff = bkd + DMLS_BLOCK_GROUP;
+    group_offsets(&inbuf, bkd);
+    group_offsets(&runs, roff);
+    block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
+                    p->block_lines, 0, 1, tiles);
+    for (r = 0; r < nruns; r++)
+        dmls_isa.stream_copy(d + roff[r], buf + r * L, L);
     return 1;
 }
 
@@ -418,7 +448,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
                             p->block_lines, 0, 1, tiles);
         return;
     }
-    if (p->block_whole && j0 == 0 && j1 == p->inner_size && block_whole(p, s, js, jn, d, kd, kn, tiles))
+    if (p->block_whole && j0 == 0 && j1 == p->inner_size && block_whole(p, s, js, jn, d, kn, tiles))
         return;
     if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream && kn >= 16 / w && rows_on_line_offset(&p->kgroup))
         /* Streaming stores, whole lines only: the columns before the first
