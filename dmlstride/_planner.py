@@ -534,12 +534,12 @@ BLOCK_SHORT_K_BYTES = 28
 #: 256 values can land inside the dimension after the first, so that K takes
 #: a piece of a dimension J would have continued with.  A uint8 permutation
 #: whose source rows run 19 x 15 values and whose destination rows 9 x 15 was
-#: a block of 57 x 9 (rows of 9 bytes) where 19 x 675 was there for the
+#: a block of 570 x 9 (rows of 9 bytes) where 19 x 675 was there for the
 #: taking.  In one process on the same buffers, alternating in a shuffled
 #: order (2 threads, 5 rounds), the 30 of 600 unnamed 5-D and 6-D
 #: permutations of 2-64 MB whose plans it changes ran 1.20x faster by
-#: geometric mean (0.15 -> 0.75 of the memcpy limit for a 35 MB uint32
-#: scatter, 0.42 -> 1.31 and 0.50 -> 1.09 for two more; a few 0.82-0.87x),
+#: geometric mean (0.15 -> 0.72 of the memcpy limit for a 35 MB uint32
+#: scatter, 0.42 -> 1.33 and 0.50 -> 1.07 for two more; a few 0.79-0.87x),
 #: and a fresh 20 of 700 1.23x (0.86-3.97x, 14 faster; the old plan against
 #: itself 0.99x).  Both searches so ran 1.20x; the big-block search keeps
 #: its own limits, with which it was measured.

@@ -1487,7 +1487,7 @@ def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order,
 # is the second dimension of the source's contiguous run: K stops at the
 # first source dimension, and J runs on through the destination's.  With
 # K_AT_DIMENSION_BOUNDARIES off, K takes a piece of the shared dimension
-# (the uint8 gather: a block of 57 x 9, rows of 9 bytes) or the plan is no
+# (the uint8 gather: a block of 570 x 9, rows of 9 bytes) or the plan is no
 # block at all.
 K_AT_BOUNDARY_BLOCKS = [
     ("uint8", (1, 14, 19, 25, 15, 9), (0, 3, 5, 1, 4, 2), "gather", 19, 675, ("block", 570, 9)),
