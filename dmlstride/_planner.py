@@ -591,15 +591,10 @@ BLOCK_WHOLE_MIN_BYTES = 1024
 def whole_run_bytes(kgroup: list[Dim], run: int) -> int:
     """The bytes of a run of a block's rows back to back in the destination:
     rows of ``run`` bytes at the k group's offsets, along the dimensions
-    whose destination strides run on from them (the first ``run`` bytes
-    apart, each next one the one before times its size)."""
-    want, rest = run, [t for t in kgroup if t[0] > 1]
-    while True:
-        nxt = next((t for t in rest if t[2] == want), None)
-        if nxt is None:
-            return want
-        rest.remove(nxt)
-        want *= nxt[0]
+    whose destination strides run on from them (take_group's group on the
+    destination side from a unit of ``run`` bytes, never split)."""
+    _, rows = take_group(list(kgroup), 2, run, math.prod(n for n, _, _ in kgroup), None)
+    return run * rows
 
 
 def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:

@@ -903,7 +903,6 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
     const int pairs = dmls_isa.level >= DMLS_ISA_AVX2 && (jn > N ? W <= 2 : W == 1);
     const int64_t jr = jn > N ? jn : N;   /* source rows the groups read (row jn - 1 again below N) */
     int64_t TK = TB / (row > 0 ? row : 1) / N * N, kf = kn - kn % N, kb, nk, j, k, jl, ahead, kp;
-    char *at = out;
     int direct;
     if (TK > 256) TK = 256;
     *kdone = 0;
@@ -916,12 +915,9 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         kp = 0;
         /* Where the band goes: straight to d (see above), else the buffer. */
         direct = !stream && jn > N && row >= DMLS_RAGGED_DIRECT_ROW && kb + nk < kf;
-        if (kb == 0 || direct || at != out) {
-            at = direct ? d + kb * row : out;
-            for (k = 0; k < nk; k++) dr[k] = at + k * row;
-            if (pairs && jn > N)
-                for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
-        }
+        for (k = 0; k < nk; k++) dr[k] = (direct ? d + kb * row : out) + k * row;
+        if (pairs && jn > N)
+            for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
         if (direct && kb + 2 * nk < kf)   /* the next band goes straight to d too */
             for (k = 0; k < nk * row; k += 64) _mm_prefetch(d + (kb + nk) * row + k, _MM_HINT_T1);
         if (pairs) {
