@@ -1610,6 +1610,47 @@ def test_whole_blocks_write_their_rows_bytes_only(monkeypatch, threads):
         check()
 
 
+# Blocks whose source runs are one micro-block row of k (16-31 one-byte
+# values, 8-15 two-byte ones): with AVX2 each tile's micro-blocks go as
+# pairs side by side in j, the last 16 bytes of a row of j that is an odd
+# number of micro-blocks as one SSE2 micro-block, a ragged one moved back
+# over the one before.  (dtype, sizes, order, op, K)
+ONE_ROW_OF_K = [
+    ("uint8", (15, 23, 4, 16), (3, 0, 2, 1), "gather", 23),
+    ("uint8", (12, 16, 22, 24), (3, 0, 2, 1), "scatter", 24),
+    ("uint8", (23, 20, 8, 9), (3, 0, 2, 1), "gather", 20),
+    ("uint8", (21, 13, 16, 23), (3, 1, 2, 0), "scatter", 23),
+    ("uint8", (20, 3, 18, 8, 3), (2, 4, 1, 3, 0), "gather", 20),
+    ("uint8", (8, 15, 10, 22), (1, 3, 0, 2), "scatter", 22),
+    ("uint8", (19, 6, 22, 14), (3, 1, 2, 0), "gather", 19),
+    ("uint8", (19, 23, 3, 23), (3, 1, 0, 2), "scatter", 23),
+    ("int16", (9, 14, 10, 16), (2, 0, 3, 1), "gather", 14),
+    ("int16", (5, 4, 7, 12, 8), (2, 4, 0, 3, 1), "scatter", 8),
+    ("int16", (13, 13, 4, 9, 5), (2, 4, 0, 3, 1), "gather", 13),
+    ("int16", (19, 10, 18, 12), (1, 3, 0, 2), "scatter", 12),
+    ("int16", (12, 11, 12, 18), (2, 0, 3, 1), "gather", 11),
+    ("int16", (6, 2, 8, 20, 8), (2, 1, 4, 3, 0), "scatter", 8),
+    ("int16", (18, 8, 5, 18), (2, 0, 3, 1), "gather", 8),
+    ("int16", (6, 10, 21, 14), (1, 3, 2, 0), "scatter", 14),
+]
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,kn", ONE_ROW_OF_K,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in ONE_ROW_OF_K])
+def test_blocks_of_one_micro_block_row_of_k(dtype, sizes, order, op, kn, level, threads):
+    # Gather and scatter against numpy (the scatter's guard bytes and the
+    # gaps between its elements included).
+    with _isa_level(level):
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            if each == op:
+                n = 16 // plan.width
+                assert plan.mode == "block" and plan.l2 == 0 and plan.block.k_elems == kn
+                assert n <= kn < 2 * n
+            check()
+
+
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
 # uint32 ones, 4-7 uint8 ones) keep their tiles or rows, though a block
 # could take them.

@@ -103,7 +103,9 @@ typedef struct {
        rows of j by 2N values of k (2N x 2N blocks for 4- and 8-byte values),
        through one pointer per row (sr[j] + k * W is source row j at k,
        dr[k] + j * W destination row k at j), for every j < nj (a multiple of
-       N) and k below the value returned (a multiple of 2N, at most nk). */
+       N) and k below the value returned (a multiple of 2N, at most nk; or nk
+       itself where nk = N, a single row of micro-blocks done as pairs side
+       by side in j). */
     int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
     /* The cached tile transpose's blocks 32 bytes wide (transpose-avx2.c):
        source row j at s + j * sj (k contiguous), destination row k at
