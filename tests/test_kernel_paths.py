@@ -1610,6 +1610,69 @@ def test_whole_blocks_write_their_rows_bytes_only(monkeypatch, threads):
         check()
 
 
+# One- and two-byte blocks whose rows are 256 bytes or longer, in 48 runs or
+# more shorter than BLOCK_WHOLE_MIN_BYTES (one a run of two rows back to
+# back), also streamed whole.  (dtype, sizes, order, op, runs, row bytes)
+MANY_RUN_BLOCKS = [
+    ("uint8", (27, 7, 28, 5, 33), (2, 4, 3, 1, 0), "gather", 189, 660),
+    ("uint8", (17, 3, 22, 27, 9), (4, 2, 3, 1, 0), "gather", 51, 891),
+    ("uint8", (36, 4, 30, 9, 12), (1, 4, 3, 2, 0), "scatter", 108, 540),
+    ("uint8", (22, 11, 27, 7, 21), (3, 4, 0, 2, 1), "scatter", 147, 594),
+    ("uint8", (14, 21, 34, 4, 29), (3, 4, 2, 1, 0), "scatter", 116, 294),
+    ("int16", (2, 33, 37, 26, 7), (3, 2, 4, 0, 1), "gather", 66, 364),
+    ("int16", (19, 12, 19, 15, 6), (3, 4, 2, 1, 0), "scatter", 90, 456),
+    ("float16", (5, 3, 37, 35, 23), (4, 0, 3, 2, 1), "gather", 111, 322),
+    ("float16", (36, 7, 7, 29, 3), (3, 4, 1, 0, 2), "scatter", 87, 504),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,runs,row", MANY_RUN_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in MANY_RUN_BLOCKS])
+def test_blocks_of_many_long_rows_stream_them_whole(dtype, sizes, order, op, runs, row, level, threads):
+    # Gather and scatter against numpy (the scatter's guard bytes and the
+    # gaps between its elements included), with streaming from 0 bytes.
+    with _stream_threshold(0), _isa_level(level):
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            if each == op:
+                assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+                assert plan.block.j_elems * plan.width == row >= _planner.BLOCK_WHOLE_ROW_BYTES
+                lengths = _row_runs(plan.block.k, row)
+                assert len(lengths) == runs >= _planner.BLOCK_WHOLE_MIN_RUNS
+                assert max(lengths) < _planner.BLOCK_WHOLE_MIN_BYTES
+            check()
+
+
+def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(monkeypatch):
+    dtype, sizes, order, op, runs, row = MANY_RUN_BLOCKS[2]
+
+    def whole(dtype=dtype, sizes=sizes, order=order, op=op):
+        return _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+
+    with _stream_threshold(0):
+        assert whole()
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_RUNS", runs)
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_ROW_BYTES", row)
+        assert whole()
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_RUNS", runs + 1)
+        assert not whole()
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_RUNS", runs)
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_ROW_BYTES", row + 1)
+        assert not whole()
+        monkeypatch.undo()
+        # Four-byte values: 51-54 rows of 520-624 bytes, kept in place.
+        for fdtype, fsizes, forder, fop in [("float32", (34, 5, 13, 17, 3), (4, 3, 0, 2, 1), "scatter"),
+                                            ("uint32", (4, 29, 39, 3, 18), (3, 4, 1, 0, 2), "scatter")]:
+            plan, check = _permutation_plan_and_check(fdtype, fsizes, forder, forder, fop)
+            frow = plan.block.j_elems * 4
+            assert plan.mode == "block" and not plan.stream and plan.l2 == 0
+            assert _planner.BLOCK_WHOLE_ROW_BYTES <= frow < _planner.BLOCK_WHOLE_MIN_BYTES
+            assert len(_row_runs(plan.block.k, frow)) >= _planner.BLOCK_WHOLE_MIN_RUNS
+            assert not plan.block.whole
+            check()
+
+
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte
 # values, 8-15 two-byte ones): with AVX2 each tile's micro-blocks go as
 # pairs side by side in j, the last 16 bytes of a row of j that is an odd
