@@ -601,6 +601,33 @@ BLOCK_WHOLE_MIN_BYTES = 1024
 #: so those keep their rows in place.
 BLOCK_WHOLE_ROW_BYTES = 256
 BLOCK_WHOLE_MIN_RUNS = 48
+#: Whether blocks are ever streamed whole (takes_whole); off, they keep their
+#: rows in place or go through the L2 buffers.
+WHOLE_BLOCKS = True
+
+
+def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int) -> bool:
+    """Whether a block of ``jtot x ktot`` values (k rows at ``kgroup``'s
+    destination offsets), in a copy of ``dst_bytes`` whose rows cannot
+    stream one by one, is transposed whole into the L2 destination buffer
+    and streamed out a run at a time (BLOCK_WHOLE_MIN_BYTES,
+    BLOCK_WHOLE_ROW_BYTES, BLOCK_WHOLE_MIN_RUNS).  Where the block could
+    also go through both L2 buffers (block_l2_path), whole wins: in one
+    process on the same buffers, alternating in a shuffled order (2
+    threads, 5 rounds), with the old plan against itself as a control
+    (1.00x, 1.01x), 20 unnamed 5-D and 6-D permutations of 21-63 MB whose
+    plans this changes ran 1.22x faster by geometric mean (0.87-1.95x, 19
+    faster; 0.67 -> 0.82 of the memcpy limit), a fresh 20 of 20-61 MB
+    1.29x (0.79-1.92x, 18 faster; 0.70 -> 0.90).  Their rows back to back
+    in the destination (a run of several rows) gained most, 1.03-1.95x:
+    the L2 path writes them row by row, each row's end lines in part.
+    """
+    if not WHOLE_BLOCKS or dst_bytes < transpose_stream_min() or jtot * ktot * width > BLOCK_L2_BYTES:
+        return False
+    run = whole_run_bytes(kgroup, jtot * width)
+    return run >= BLOCK_WHOLE_MIN_BYTES or (
+        width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES
+        and jtot * ktot * width // run >= BLOCK_WHOLE_MIN_RUNS)
 
 
 def whole_run_bytes(kgroup: list[Dim], run: int) -> int:
@@ -700,25 +727,21 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     # tile; streamed that way they measured slower, so they keep plain stores.
     stream = (dst_bytes >= transpose_stream_min() and lines == 1 and not stage_dst
               and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup))
-    l2 = block_l2_path(jtot, ktot, width, kgroup, dst_bytes)
-    if l2:
-        # Written from the L2 buffer, streamed only in BOTH (row by row).
-        stream = l2 == 2 and dst_bytes >= transpose_stream_min()
     # Too few blocks for threads to share (a 4-D permutation is often a single
     # block): J is cut into segments of whole tiles, one task each
     # (MIN_BLOCK_TASKS; not through L2, whose chunks are planned for the whole
-    # of J).
-    seg = jtot
-    if not l2 and outer_count < MIN_BLOCK_TASKS:
-        seg = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
+    # of J, nor whole blocks).
+    share = jtot
+    if outer_count < MIN_BLOCK_TASKS:
+        share = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
+    # A whole block (see block_whole) takes the place of the L2 buffers too.
+    whole = not stream and share == jtot and takes_whole(kgroup, jtot, ktot, width, dst_bytes)
+    l2 = 0 if whole else block_l2_path(jtot, ktot, width, kgroup, dst_bytes)
+    if l2:
+        # Written from the L2 buffer, streamed only in BOTH (row by row).
+        stream = l2 == 2 and dst_bytes >= transpose_stream_min()
+    seg = jtot if l2 else share
     segments = -(-jtot // seg)
-    whole = False
-    if (not stream and not l2 and seg == jtot and dst_bytes >= transpose_stream_min()
-            and jtot * ktot * width <= BLOCK_L2_BYTES):
-        run = whole_run_bytes(kgroup, jtot * width)
-        whole = run >= BLOCK_WHOLE_MIN_BYTES or (
-            width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES
-            and jtot * ktot * width // run >= BLOCK_WHOLE_MIN_RUNS)
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,

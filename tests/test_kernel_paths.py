@@ -421,6 +421,13 @@ def _planner_setting(monkeypatch, name, value):
 
 
 @pytest.fixture
+def no_whole_blocks(monkeypatch):
+    # No block streamed whole (takes_whole), which takes the place of the L2
+    # buffers where both would do.
+    yield from _planner_setting(monkeypatch, "WHOLE_BLOCKS", False)
+
+
+@pytest.fixture
 def runs_up_to_32_bytes(monkeypatch):
     # The run tile for runs of up to 32 bytes (the kernel takes them; the
     # planner stops at RUN_TILE_MAX, 16).
@@ -1673,6 +1680,40 @@ def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(mo
             check()
 
 
+# Blocks that both L2 buffers would take (block_l2_path 2) but that stream
+# whole: rows of one run, of many, and runs of several rows back to back.
+WHOLE_OVER_L2 = [
+    ("float32", (19, 24, 4, 5, 21), (4, 0, 3, 1, 2), "gather"),
+    ("float64", (21, 5, 17, 9, 4), (3, 4, 1, 2, 0), "scatter"),
+    ("float64", (16, 22, 3, 5, 11), (4, 1, 3, 0, 2), "gather"),
+    ("int16", (10, 10, 17, 19, 15), (3, 0, 4, 2, 1), "scatter"),
+    ("int16", (18, 23, 5, 11, 20), (4, 3, 2, 1, 0), "scatter"),
+    ("uint8", (19, 16, 16, 9, 21), (3, 2, 4, 0, 1), "gather"),
+    ("uint8", (12, 6, 24, 14, 20), (1, 4, 3, 2, 0), "gather"),
+    ("uint8", (22, 15, 14, 13, 16), (3, 4, 2, 0, 1), "scatter"),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", WHOLE_OVER_L2, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_OVER_L2])
+def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, order, op, level, threads,
+                                                                 monkeypatch):
+    # Gather and scatter against numpy (the scatter's guard bytes and the
+    # gaps between its elements included), with streaming from 0 bytes,
+    # whole and, with whole blocks off, through both L2 buffers.
+    with _stream_threshold(0), _isa_level(level):
+        for whole in (True, False):
+            monkeypatch.setattr(_planner, "WHOLE_BLOCKS", whole)
+            _engine._set_stream_min_total(0)   # drops the plans held by descriptor
+            for each in ("gather", "scatter"):
+                plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+                if each == op:
+                    assert plan.mode == "block" and plan.block.whole == whole
+                    assert plan.l2 == (0 if whole else 2) and plan.stream == (not whole)
+                check()
+    monkeypatch.undo()
+
+
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte
 # values, 8-15 two-byte ones): with AVX2 each tile's micro-blocks go as
 # pairs side by side in j, the last 16 bytes of a row of j that is an odd
@@ -2345,12 +2386,13 @@ def test_streaming_block_cases_reach_every_width(streaming):
     assert widths == {1, 2, 4, 8}
 
 
-def test_streaming_block_cases_reach_every_l2_mode(streaming, monkeypatch):
+def test_streaming_block_cases_reach_every_l2_mode(streaming, no_whole_blocks, monkeypatch):
     # Past the streaming limit, long source rows with long or line-aligned
     # destination rows go through two L2 buffers (both); with
     # BLOCK_L2_SOURCE_ONLY, long source rows alone go through the first
     # (source), which is otherwise never planned.  The cases above reach
-    # each, with and without streaming.
+    # each, with and without streaming (blocks that would stream whole
+    # instead kept out).
     seen = _block_l2_modes_seen()
     assert seen >= {("none", False), ("none", True), ("both", True)}
     assert not any(mode == "source" for mode, _ in seen) and ("both", False) not in seen
@@ -2688,12 +2730,13 @@ def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads)
 
 
 @pytest.mark.parametrize("source_only", [False, True], ids=["in_place", "source_buffer"])
-def test_a_permutation_between_the_l2_and_streaming_sizes(threads, source_only, monkeypatch):
+def test_a_permutation_between_the_l2_and_streaming_sizes(threads, source_only, no_whole_blocks, monkeypatch):
     # 17 MB of uint16 in a scrambled 6-D order, at the default limits: past
     # the size from which blocks go through L2, below the streaming one,
     # its block's source rows long enough for the L2 buffers and its
     # destination rows not: transposed in place, or with
-    # BLOCK_L2_SOURCE_ONLY through the source buffer, with ordinary stores.
+    # BLOCK_L2_SOURCE_ONLY through the source buffer, with ordinary stores
+    # (blocks streamed whole, which would take it, kept out).
     _set_planner(monkeypatch, "BLOCK_L2_SOURCE_ONLY", source_only)
     sizes, order = (6, 10, 14, 18, 22, 26), (2, 5, 1, 4, 0, 3)
     values = np.random.default_rng(6).integers(0, 1 << 16, sizes, dtype=np.uint16)
@@ -2764,9 +2807,10 @@ def test_streaming_block_cases_reach_l2_chunks(streaming):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, threads):
+def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, no_whole_blocks, threads):
     # A fresh output takes ordinary stores, a reused one streaming stores;
-    # the block goes through both L2 buffers either way.
+    # the block goes through both L2 buffers either way (kept from streaming
+    # whole, which would take it).
     sizes = (2, 2, 16, 8, 2, 16, 8, 8)
     desc, strides = _block_desc(dtype, sizes, (3, 0, 6, 1, 7, 4, 2, 5))
     packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)

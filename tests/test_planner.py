@@ -358,7 +358,8 @@ def test_blocks_whose_source_rows_alone_are_long_are_transposed_in_place(monkeyp
                                                                         j, k):
     # Blocks whose runs allow the source L2 buffer alone (block_l2_mode 1)
     # take it only with BLOCK_L2_SOURCE_ONLY; by default they are transposed
-    # in place.
+    # in place (blocks streamed whole, which would take these, kept out).
+    monkeypatch.setattr(_planner, "WHOLE_BLOCKS", False)
     p = _permuted_plan(op, dtype, sizes, order)
     assert p.mode == "block" and p.l2 == 0 and (p.block.j_elems, p.block.k_elems) == (j, k)
     monkeypatch.setattr(_planner, "BLOCK_L2_SOURCE_ONLY", True)
