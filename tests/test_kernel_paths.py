@@ -1714,6 +1714,68 @@ def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, or
     monkeypatch.undo()
 
 
+# Blocks whose rows all start on one line offset, which both L2 buffers
+# would take: with rows of BLOCK_WHOLE_LINE_ROW_BYTES or more they stream
+# whole (first five), with shorter ones they keep the buffers (last three).
+# (dtype, sizes, order, op, row bytes)
+LINE_ROWS_WHOLE_OR_L2 = [
+    ("float32", (6, 6, 64, 3, 32), (4, 0, 3, 2, 1), "scatter", 1536),
+    ("float64", (5, 16, 2, 64, 16), (3, 4, 1, 2, 0), "gather", 2048),
+    ("int16", (16, 8, 5, 16, 3, 16), (2, 3, 5, 4, 1, 0), "gather", 1920),
+    ("uint8", (12, 32, 6, 24, 8), (2, 0, 3, 1, 4), "gather", 1152),
+    ("uint8", (48, 16, 4, 32, 8), (1, 3, 0, 2, 4), "scatter", 1536),
+    ("float32", (16, 4, 2, 3, 4, 48), (4, 2, 5, 1, 0, 3), "gather", 768),
+    ("int16", (3, 24, 2, 16, 32, 5), (4, 2, 5, 1, 3, 0), "gather", 320),
+    ("uint8", (64, 3, 8, 3, 6, 48), (5, 4, 2, 1, 0, 3), "scatter", 576),
+]
+# ... and such blocks that no L2 buffer would take (source rows too short)
+# stream their rows one by one, however long.
+LINE_ROWS_IN_PLACE = [
+    ("float32", (12, 16, 24, 4, 4, 4), (4, 1, 5, 2, 0, 3), "scatter", 2304),
+    ("int16", (48, 48, 4, 6, 2), (1, 4, 2, 3, 0), "gather", 1536),
+    ("uint8", (12, 12, 48, 12, 8), (1, 4, 0, 2, 3), "scatter", 1728),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,row", LINE_ROWS_WHOLE_OR_L2,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_ROWS_WHOLE_OR_L2])
+def test_line_aligned_blocks_stream_whole_from_rows_of_a_kib(dtype, sizes, order, op, row, level, threads):
+    # Gather and scatter against numpy (the scatter's guard bytes and the
+    # gaps between its elements included), with streaming from 0 bytes.
+    with _stream_threshold(0), _isa_level(level):
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            if each == op:
+                assert plan.mode == "block" and plan.block.j_elems * plan.width == row
+                assert all(stride % 64 == 0 for _, stride in plan.block.k)
+                whole = row >= _planner.BLOCK_WHOLE_LINE_ROW_BYTES
+                assert plan.block.whole == whole and plan.stream == (not whole)
+                assert plan.l2 == (0 if whole else 2)
+            check()
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,row", LINE_ROWS_IN_PLACE,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_ROWS_IN_PLACE])
+def test_line_aligned_blocks_without_l2_stream_their_rows(dtype, sizes, order, op, row, threads):
+    with _stream_threshold(0):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+        assert plan.mode == "block" and plan.block.j_elems * plan.width == row
+        assert row >= _planner.BLOCK_WHOLE_LINE_ROW_BYTES and plan.stream
+        assert not plan.block.whole and plan.l2 == 0
+        check()
+
+
+def test_line_aligned_blocks_stream_whole_from_the_row_bound(monkeypatch):
+    dtype, sizes, order, op, row = LINE_ROWS_WHOLE_OR_L2[0]
+    with _stream_threshold(0):
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_LINE_ROW_BYTES", row)
+        assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+        monkeypatch.setattr(_planner, "BLOCK_WHOLE_LINE_ROW_BYTES", row + 1)
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+        assert not plan.block.whole and plan.l2 == 2 and plan.stream
+
+
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte
 # values, 8-15 two-byte ones): with AVX2 each tile's micro-blocks go as
 # pairs side by side in j, the last 16 bytes of a row of j that is an odd
