@@ -451,6 +451,49 @@ def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads, runs_up_to
     check()
 
 
+# Runs of 17-32 bytes: the run tile where a copy a run would leave a
+# dimension of back-to-back runs far out (first seven), a copy a run where its
+# two innermost loops are such dimensions of both sides (last six).
+# (dtype, sizes, order, op, run bytes, run tile)
+UNORDERED_RUNS = [
+    ("uint8", (23, 2, 5, 5, 6, 22), (3, 4, 1, 2, 0, 5), "gather", 22, True),
+    ("int16", (7, 15, 2, 9, 7, 14), (3, 4, 2, 0, 1, 5), "gather", 28, True),
+    ("uint8", (13, 14, 13, 31), (2, 1, 0, 3), "gather", 31, True),
+    ("int16", (10, 13, 2, 7, 10), (3, 0, 2, 1, 4), "scatter", 20, True),
+    ("float32", (3, 18, 23, 7), (2, 1, 0, 3), "scatter", 28, True),
+    ("int16", (20, 19, 3, 14), (2, 1, 0, 3), "scatter", 28, True),
+    ("int16", (10, 13, 2, 7, 16), (3, 0, 2, 1, 4), "gather", 32, True),
+    ("float32", (15, 2, 23, 8), (2, 0, 1, 3), "gather", 32, False),
+    ("uint8", (24, 16, 6, 22), (0, 2, 1, 3), "gather", 22, False),
+    ("float32", (17, 3, 19, 8), (0, 2, 1, 3), "gather", 32, False),
+    ("uint8", (17, 20, 14, 3, 17), (0, 2, 3, 1, 4), "scatter", 17, False),
+    ("float32", (11, 11, 10, 11, 6), (2, 1, 3, 0, 4), "scatter", 24, False),
+    ("uint8", (19, 19, 2, 13, 24), (0, 3, 1, 2, 4), "scatter", 24, False),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,run,run_tile", UNORDERED_RUNS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in UNORDERED_RUNS])
+def test_runs_of_17_to_32_bytes_take_the_run_tile_where_a_copy_would_jump(dtype, sizes, order, op, run,
+                                                                         run_tile, threads, monkeypatch):
+    # Gathered and scattered against numpy (the scatter's guard bytes and
+    # the gaps between its runs included); with the bound at RUN_TILE_MAX,
+    # every one is a copy a run.
+    for each in ("gather", "scatter"):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+        if each == op:
+            if run_tile:
+                assert plan.mode == "tile" and plan.width == run
+            else:
+                assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
+                assert _planner.fast_dims_innermost(plan, run)
+        check()
+    monkeypatch.setattr(_planner, "RUN_TILE_UNORDERED_MAX", _planner.RUN_TILE_MAX)
+    plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+    assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
+    assert _planner.fast_dims_innermost(plan, run) == (not run_tile)
+
+
 @pytest.fixture
 def no_short_k_blocks(monkeypatch):
     # No block with a source group of fewer than 8 values (5 float64 values
