@@ -354,6 +354,17 @@ def _permutation_plan_and_check(dtype, sizes, order, other_order, op):
     return plan, check
 
 
+def _gather_and_scatter(dtype, sizes, order, op, check_plan):
+    """Gather and scatter the ``order`` permutation of ``sizes`` against
+    numpy (the scatter's guard bytes and the gaps between its elements
+    included), calling ``check_plan`` on the planner's plan of ``op`` first."""
+    for each in ("gather", "scatter"):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+        if each == op:
+            check_plan(plan)
+        check()
+
+
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint8", (203, 234, 8, 4, 2), (3, 2, 0, 1, 4), "gather"),          # runs of 2 bytes
@@ -476,18 +487,15 @@ UNORDERED_RUNS = [
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in UNORDERED_RUNS])
 def test_runs_of_17_to_32_bytes_take_the_run_tile_where_a_copy_would_jump(dtype, sizes, order, op, run,
                                                                          run_tile, threads, monkeypatch):
-    # Gathered and scattered against numpy (the scatter's guard bytes and
-    # the gaps between its runs included); with the bound at RUN_TILE_MAX,
-    # every one is a copy a run.
-    for each in ("gather", "scatter"):
-        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-        if each == op:
-            if run_tile:
-                assert plan.mode == "tile" and plan.width == run
-            else:
-                assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
-                assert _planner.fast_dims_innermost(plan, run)
-        check()
+    # With the bound at RUN_TILE_MAX, every one is a copy a run.
+    def check_plan(plan):
+        if run_tile:
+            assert plan.mode == "tile" and plan.width == run
+        else:
+            assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
+            assert _planner.fast_dims_innermost(plan, run)
+
+    _gather_and_scatter(dtype, sizes, order, op, check_plan)
     monkeypatch.setattr(_planner, "RUN_TILE_UNORDERED_MAX", _planner.RUN_TILE_MAX)
     plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
     assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
@@ -1619,18 +1627,16 @@ def _row_runs(kgroup, run):
 @pytest.mark.parametrize("dtype,sizes,order,op,runs", WHOLE_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
 def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order, op, runs, level, threads):
-    # Gather and scatter against numpy (the scatter's guard bytes and the
-    # gaps between its elements included), with streaming from 0 bytes.
+    # With streaming from 0 bytes.
+    def check_plan(plan):
+        width = plan.width
+        assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+        lengths = _row_runs(plan.block.k, plan.block.j_elems * width)
+        assert len(lengths) == runs and min(lengths) >= _planner.BLOCK_WHOLE_MIN_BYTES
+        assert plan.block.j_elems * plan.block.k_elems * width <= _planner.BLOCK_L2_BYTES
+
     with _stream_threshold(0), _isa_level(level):
-        for each in ("gather", "scatter"):
-            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-            if each == op:
-                width = plan.width
-                assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
-                lengths = _row_runs(plan.block.k, plan.block.j_elems * width)
-                assert len(lengths) == runs and min(lengths) >= _planner.BLOCK_WHOLE_MIN_BYTES
-                assert plan.block.j_elems * plan.block.k_elems * width <= _planner.BLOCK_L2_BYTES
-            check()
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
@@ -1680,18 +1686,16 @@ MANY_RUN_BLOCKS = [
 @pytest.mark.parametrize("dtype,sizes,order,op,runs,row", MANY_RUN_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in MANY_RUN_BLOCKS])
 def test_blocks_of_many_long_rows_stream_them_whole(dtype, sizes, order, op, runs, row, level, threads):
-    # Gather and scatter against numpy (the scatter's guard bytes and the
-    # gaps between its elements included), with streaming from 0 bytes.
+    # With streaming from 0 bytes.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+        assert plan.block.j_elems * plan.width == row >= _planner.BLOCK_WHOLE_ROW_BYTES
+        lengths = _row_runs(plan.block.k, row)
+        assert len(lengths) == runs >= _planner.BLOCK_WHOLE_MIN_RUNS
+        assert max(lengths) < _planner.BLOCK_WHOLE_MIN_BYTES
+
     with _stream_threshold(0), _isa_level(level):
-        for each in ("gather", "scatter"):
-            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-            if each == op:
-                assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
-                assert plan.block.j_elems * plan.width == row >= _planner.BLOCK_WHOLE_ROW_BYTES
-                lengths = _row_runs(plan.block.k, row)
-                assert len(lengths) == runs >= _planner.BLOCK_WHOLE_MIN_RUNS
-                assert max(lengths) < _planner.BLOCK_WHOLE_MIN_BYTES
-            check()
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(monkeypatch):
@@ -1723,6 +1727,12 @@ def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(mo
             check()
 
 
+def _is_whole_or_l2(plan, whole):
+    # A block streamed whole, or through both L2 buffers with streaming stores.
+    assert plan.mode == "block" and plan.block.whole == whole
+    assert plan.l2 == (0 if whole else 2) and plan.stream == (not whole)
+
+
 # Blocks that both L2 buffers would take (block_l2_path 2) but that stream
 # whole: rows of one run, of many, and runs of several rows back to back.
 WHOLE_OVER_L2 = [
@@ -1741,19 +1751,13 @@ WHOLE_OVER_L2 = [
 @pytest.mark.parametrize("dtype,sizes,order,op", WHOLE_OVER_L2, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_OVER_L2])
 def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, order, op, level, threads,
                                                                  monkeypatch):
-    # Gather and scatter against numpy (the scatter's guard bytes and the
-    # gaps between its elements included), with streaming from 0 bytes,
-    # whole and, with whole blocks off, through both L2 buffers.
+    # With streaming from 0 bytes, whole and, with whole blocks off, through
+    # both L2 buffers.
     with _stream_threshold(0), _isa_level(level):
         for whole in (True, False):
             monkeypatch.setattr(_planner, "WHOLE_BLOCKS", whole)
             _engine._set_stream_min_total(0)   # drops the plans held by descriptor
-            for each in ("gather", "scatter"):
-                plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-                if each == op:
-                    assert plan.mode == "block" and plan.block.whole == whole
-                    assert plan.l2 == (0 if whole else 2) and plan.stream == (not whole)
-                check()
+            _gather_and_scatter(dtype, sizes, order, op, lambda plan, whole=whole: _is_whole_or_l2(plan, whole))
     monkeypatch.undo()
 
 
@@ -1784,18 +1788,14 @@ LINE_ROWS_IN_PLACE = [
 @pytest.mark.parametrize("dtype,sizes,order,op,row", LINE_ROWS_WHOLE_OR_L2,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_ROWS_WHOLE_OR_L2])
 def test_line_aligned_blocks_stream_whole_from_rows_of_a_kib(dtype, sizes, order, op, row, level, threads):
-    # Gather and scatter against numpy (the scatter's guard bytes and the
-    # gaps between its elements included), with streaming from 0 bytes.
+    # With streaming from 0 bytes.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.j_elems * plan.width == row
+        assert all(stride % 64 == 0 for _, stride in plan.block.k)
+        _is_whole_or_l2(plan, row >= _planner.BLOCK_WHOLE_LINE_ROW_BYTES)
+
     with _stream_threshold(0), _isa_level(level):
-        for each in ("gather", "scatter"):
-            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-            if each == op:
-                assert plan.mode == "block" and plan.block.j_elems * plan.width == row
-                assert all(stride % 64 == 0 for _, stride in plan.block.k)
-                whole = row >= _planner.BLOCK_WHOLE_LINE_ROW_BYTES
-                assert plan.block.whole == whole and plan.stream == (not whole)
-                assert plan.l2 == (0 if whole else 2)
-            check()
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op,row", LINE_ROWS_IN_PLACE,
@@ -1848,16 +1848,13 @@ ONE_ROW_OF_K = [
 @pytest.mark.parametrize("dtype,sizes,order,op,kn", ONE_ROW_OF_K,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in ONE_ROW_OF_K])
 def test_blocks_of_one_micro_block_row_of_k(dtype, sizes, order, op, kn, level, threads):
-    # Gather and scatter against numpy (the scatter's guard bytes and the
-    # gaps between its elements included).
+    def check_plan(plan):
+        n = 16 // plan.width
+        assert plan.mode == "block" and plan.l2 == 0 and plan.block.k_elems == kn
+        assert n <= kn < 2 * n
+
     with _isa_level(level):
-        for each in ("gather", "scatter"):
-            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
-            if each == op:
-                n = 16 // plan.width
-                assert plan.mode == "block" and plan.l2 == 0 and plan.block.k_elems == kn
-                assert n <= kn < 2 * n
-            check()
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
