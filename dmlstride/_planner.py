@@ -618,7 +618,8 @@ BLOCK_WHOLE_LINE_ROW_BYTES = 1024
 def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int) -> bool:
     """Whether a block of ``jtot x ktot`` values (k rows at ``kgroup``'s
     destination offsets), in a copy of ``dst_bytes`` whose rows cannot
-    stream one by one, is transposed whole into the L2 destination buffer
+    stream one by one (or would only through the L2 buffers, see
+    BLOCK_WHOLE_LINE_ROW_BYTES), is transposed whole into the L2 destination buffer
     and streamed out a run at a time (BLOCK_WHOLE_MIN_BYTES,
     BLOCK_WHOLE_ROW_BYTES, BLOCK_WHOLE_MIN_RUNS).  Where the block could
     also go through both L2 buffers (block_l2_path), whole wins: in one
