@@ -610,10 +610,13 @@ WHOLE_BLOCKS = True
 #: rows are at least this many bytes: in one process on the same buffers,
 #: alternating in a shuffled order (2 threads, 5 rounds), with the old plan
 #: against itself as a control (1.02x), 14 unnamed 5-D and 6-D permutations
-#: of 25-61 MB so planned ran 1.19x faster by geometric mean (0.94-1.65x,
-#: 0.78 -> 0.92 of the memcpy limit), 6 more 1.13x (control 1.02x); rows of
-#: 128-192 bytes measured 0.81-0.99x, of 256-448 bytes 1.01-1.07x.
-BLOCK_WHOLE_LINE_ROW_BYTES = 1024
+#: of 25-61 MB with rows of 1 KiB or more ran 1.19x faster by geometric mean
+#: (0.94-1.65x, 0.78 -> 0.92 of the memcpy limit), 6 more 1.13x (control
+#: 1.02x); from 512 bytes, the 8 of 20-63 MB that this adds 1.16x
+#: (1.02-1.31x, control 0.98x), a fresh 14 of 23-56 MB 1.09x (0.98-1.32x,
+#: control 1.00x; 0.83 -> 0.90).  Rows of 256-511 bytes measured 1.03x
+#: (0.92-1.17x; control 0.99x), of 128-192 bytes 0.81-0.99x.
+BLOCK_WHOLE_LINE_ROW_BYTES = 512
 
 
 def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int) -> bool:

@@ -1763,7 +1763,7 @@ def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, or
 
 # Blocks whose rows all start on one line offset, which both L2 buffers
 # would take: with rows of BLOCK_WHOLE_LINE_ROW_BYTES or more they stream
-# whole (first five), with shorter ones they keep the buffers (last three).
+# whole (the first eight), with shorter ones they keep the buffers.
 # (dtype, sizes, order, op, row bytes)
 LINE_ROWS_WHOLE_OR_L2 = [
     ("float32", (6, 6, 64, 3, 32), (4, 0, 3, 2, 1), "scatter", 1536),
@@ -1771,9 +1771,12 @@ LINE_ROWS_WHOLE_OR_L2 = [
     ("int16", (16, 8, 5, 16, 3, 16), (2, 3, 5, 4, 1, 0), "gather", 1920),
     ("uint8", (12, 32, 6, 24, 8), (2, 0, 3, 1, 4), "gather", 1152),
     ("uint8", (48, 16, 4, 32, 8), (1, 3, 0, 2, 4), "scatter", 1536),
-    ("float32", (16, 4, 2, 3, 4, 48), (4, 2, 5, 1, 0, 3), "gather", 768),
-    ("int16", (3, 24, 2, 16, 32, 5), (4, 2, 5, 1, 3, 0), "gather", 320),
+    ("float64", (3, 3, 32, 64), (0, 3, 2, 1), "gather", 512),
+    ("int16", (24, 6, 5, 4, 32, 4), (5, 2, 4, 1, 3, 0), "scatter", 576),
     ("uint8", (64, 3, 8, 3, 6, 48), (5, 4, 2, 1, 0, 3), "scatter", 576),
+    ("float64", (48, 32, 3, 8), (3, 1, 2, 0), "scatter", 384),
+    ("float32", (2, 64, 12, 64), (0, 3, 2, 1), "scatter", 256),
+    ("int16", (3, 24, 2, 16, 32, 5), (4, 2, 5, 1, 3, 0), "gather", 320),
 ]
 # ... and such blocks that no L2 buffer would take (source rows too short)
 # stream their rows one by one, however long.
