@@ -599,7 +599,8 @@ BLOCK_WHOLE_MIN_BYTES = 1024
 #: (float16 to float32 gathers whose runs are 4-19 such rows), blocks of
 #: 7-33 rows of 500-900 bytes 0.67-0.96x, and four-byte values 0.92-0.96x,
 #: so those keep their rows in place; with rows from 128 bytes, the 16 of
-#: 15-52 MB that this adds ran 0.87x (0.63-1.41x, control 1.01x).
+#: 15-52 MB that this adds ran 0.87x (0.63-1.41x, control 1.01x), and from
+#: 32 runs, 14 of 14-60 MB 0.92x (0.58-1.44x, control 1.00x).
 BLOCK_WHOLE_ROW_BYTES = 256
 BLOCK_WHOLE_MIN_RUNS = 48
 #: Whether blocks are ever streamed whole (takes_whole); off, they keep their
