@@ -7,6 +7,7 @@
 #include "copy-short.h"
 #include "lines.h"
 #include "micro-sse2.h"
+#include "prefetch.h"
 #include "scratch.h"
 
 void dmls_interleave_sse2(dmls_isa_t *t);
@@ -919,7 +920,7 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         if (pairs && jn > N)
             for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
         if (direct && kb + 2 * nk < kf)   /* the next band goes straight to d too */
-            for (k = 0; k < nk * row; k += 64) _mm_prefetch(d + (kb + nk) * row + k, _MM_HINT_T1);
+            dmls_prefetch_l2_lines(d + (kb + nk) * row, nk * row);
         if (pairs) {
             if (ahead > 0) prefetch_rows(sr, jn, (kb + nk) * W, ahead);
             for (j = 0; j < jr; j++) sk[j] = sr[j] + kb * W;
