@@ -144,6 +144,7 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.block_stage_dst = kp.block.stage_dst
         c.block_lines = kp.block.lines
         c.block_whole = kp.block.whole
+        c.block_next = kp.block.next
     return 0
 
 

@@ -66,6 +66,7 @@ cdef extern from "src/plan.h":
         int block_stage_dst
         int block_lines
         int block_whole
+        int block_next
         int l2
 
     ctypedef struct dmls_copy:

@@ -1822,6 +1822,78 @@ def test_line_aligned_blocks_stream_whole_from_the_row_bound(monkeypatch):
         assert not plan.block.whole and plan.l2 == 2 and plan.stream
 
 
+@pytest.fixture
+def blocks_ask_ahead(monkeypatch):
+    # Blocks in place ask for the next block's first tiles from 0 bytes.
+    yield from _planner_setting(monkeypatch, "BLOCK_NEXT_MIN_TOTAL", 0)
+
+
+# Blocks in place whose last tiles ask for the lines of the next block's
+# first: blocks of a few tiles, of one, rows back to back, tiles four lines
+# tall, sides padded to a micro-block (J or K of 8-12 one-byte values), a
+# source staged through the buffer, all six widths.
+NEXT_BLOCKS = [
+    ("uint8", (45, 4, 3, 3, 3, 54), (3, 2, 5, 1, 0, 4), "gather"),   # 54 x 540, runs of 3 rows
+    ("uint8", (13, 31, 6, 17), (1, 3, 2, 0), "scatter"),              # 78 x 17, one tile
+    ("uint8", (9, 28, 2, 16, 11), (2, 1, 4, 3, 0), "gather"),         # J of 11: padded
+    ("uint8", (2, 5, 33, 4, 26), (1, 2, 4, 3, 0), "gather"),          # K of 8: padded
+    ("uint8", (22, 13, 33, 9), (1, 3, 0, 2), "gather"),               # J of 9, four lines tall
+    ("int16", (7, 13, 23, 37), (2, 3, 1, 0), "scatter"),
+    ("float16", (22, 21, 10, 39), (2, 1, 3, 0), "scatter"),           # four lines tall, ragged
+    ("float32", (16, 40, 2, 2, 36), (0, 4, 1, 3, 2), "gather"),
+    ("uint32", (38, 16, 20, 8), (3, 1, 2, 0), "scatter"),             # source staged
+    ("float64", (7, 39, 21, 5), (3, 0, 2, 1), "gather"),
+    ("float64", (3, 6, 14, 15, 5), (2, 0, 3, 4, 1), "gather"),        # K of 6
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", NEXT_BLOCKS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in NEXT_BLOCKS])
+def test_blocks_in_place_ask_for_the_next_blocks_first_tiles(dtype, sizes, order, op, level, threads,
+                                                            blocks_ask_ahead):
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.next and plan.segments == 1 and plan.tasks > 1
+        assert not plan.block.whole and plan.l2 == 0 and not plan.stream
+
+    with _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+def _main_plan(dtype, sizes, order, op):
+    # The planner's plan of the gather or scatter of the order permutation,
+    # made without buffers.
+    strided = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    src, dst = (strided, packed) if op == "gather" else (packed, strided)
+    return _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides,
+                              src.element_bits).main
+
+
+def test_blocks_ask_for_the_next_only_in_place_whole_and_from_the_size_bound(monkeypatch):
+    # 48.6 MB: blocks of 54 x 135 bytes, in place.
+    big = ("uint8", (45, 37, 18, 10, 3, 54), (3, 2, 5, 1, 0, 4), "gather")
+    plan = _main_plan(*big)
+    assert plan.mode == "block" and plan.l2 == 0 and not plan.stream and not plan.block.whole
+    assert plan.dst_bytes >= _planner.BLOCK_NEXT_MIN_TOTAL and plan.block.next
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", plan.dst_bytes)
+    assert _main_plan(*big).block.next
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", plan.dst_bytes + 1)
+    assert not _main_plan(*big).block.next
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", 0)
+    assert all(_main_plan(*case).block.next for case in NEXT_BLOCKS)
+    # J cut into segments (too few blocks for two threads): no next block
+    # with the same J.
+    plan = _main_plan("uint8", (34, 6, 33, 36), (3, 2, 1, 0), "gather")
+    assert plan.mode == "block" and plan.segments > 1 and not plan.block.next
+    # Whole, through L2, and streamed rows: no.
+    with _stream_threshold(0):
+        for case in (MANY_RUN_BLOCKS[0][:4], WHOLE_OVER_L2[0], LINE_ROWS_WHOLE_OR_L2[-1][:4],
+                     LINE_ROWS_IN_PLACE[0][:4]):
+            plan = _main_plan(*case)
+            assert plan.mode == "block" and (plan.block.whole or plan.l2 or plan.stream)
+            assert not plan.block.next
+
+
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte
 # values, 8-15 two-byte ones): with AVX2 each tile's micro-blocks go as
 # pairs side by side in j, the last 16 bytes of a row of j that is an odd

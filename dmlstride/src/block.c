@@ -24,7 +24,9 @@
    by TJ = DMLS_BJ / L values of j, in j-major order (a band of source
    rows along its whole length, then the next: see block_tiles), and the
    source lines of the tile DMLS_BAHEAD ahead are prefetched (its destination
-   lines too, for one-line-tall tiles of rows up to 256 bytes).  A side whose rows
+   lines too, for one-line-tall tiles of rows up to 256 bytes); past the
+   last tile, those of the next block's first tiles, where the caller
+   passes it (s_next, d_next).  A side whose rows
    would compete for a few L1 sets (sstage, dstage) goes through a padded
    buffer, so each of its lines is read or written in one burst.  The register micro-kernels
    take one pointer per row; ragged edges are overlapping micro-blocks (element
@@ -65,7 +67,8 @@ static inline void block_micro(int W, const char *const *sr, char *const *dr, in
 
 static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *js, int64_t jn,
                                char *d, const int64_t *kd, int64_t kn,
-                               int sstage, int dstage, const int64_t L, int nt, int pf, char *scratch) {
+                               int sstage, int dstage, const int64_t L, int nt, int pf, char *scratch,
+                               const char *s_next, char *d_next) {
     /* A tile is TJ = DMLS_BJ / L rows of j by L source lines of k
        (TK = 64 * L / W).  sst: TJ rows of SP = 64 * L + 16 bytes, at most
        DMLS_BJ * 64 + 16 * DMLS_BJ; dst: TK rows of DP = TJ * W + DMLS_BPAD
@@ -130,17 +133,30 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             }
         }
 #endif
-        if (t + DMLS_BAHEAD < ntj * ntk) {
+        /* The tile DMLS_BAHEAD ahead: of this block, or past its last tile
+           one of the next block's (the same tables, at s_next and
+           d_next).  A block of a few tiles (rows of 54 one-byte values by
+           135) otherwise starts every time with all its lines missing: see
+           plan_block in the planner for what that measured. */
+        int64_t ta = t + DMLS_BAHEAD;
+        const char *sa = s;
+        char *da = d;
+        if (ta >= ntj * ntk && s_next != NULL) {
+            ta -= ntj * ntk;
+            sa = s_next;
+            da = d_next;
+        }
+        if (ta < ntj * ntk) {
             /* Source rows are short runs in many pages: ask for the lines
                of a tile ahead (into L2) so their misses overlap this
                tile's work. */
-            int64_t jb2 = ((t + DMLS_BAHEAD) / ntk) * TJ, kb2 = ((t + DMLS_BAHEAD) % ntk) * TK;
+            int64_t jb2 = (ta / ntk) * TJ, kb2 = (ta % ntk) * TK;
             int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
             int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
             if (pf)
                 for (j = 0; j < nj2; j++)
                     for (q = 0; q < nb2; q += 64)
-                        DMLS_PREFETCH(s + js[jb2 + j] + kb2 * W + q);
+                        DMLS_PREFETCH(sa + js[jb2 + j] + kb2 * W + q);
             /* Its destination rows too (into L1), when each is a write
                stream of its own (one-line-tall tiles; a padded buffer or
                streaming stores take care of the others): with 16 or more
@@ -151,10 +167,10 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                longer than 4 lines are written across several tiles, in
                order, which the hardware prefetcher follows: there the
                requests only cost (0.9x on rows of 1-2 KiB). */
-            if (!dstage && !nt && L == 1 && jn * W <= 256) {
+            if (!dstage && !nt && L == 1 && jn * W <= 256 && da != NULL) {
                 int64_t nk2 = nb2 / W, e = nj2 * W - 1;
                 for (k = 0; k < nk2; k++) {
-                    const char *r = d + kd[kb2 + k] + jb2 * W;
+                    const char *r = da + kd[kb2 + k] + jb2 * W;
                     for (q = 0; q < e; q += 64)
                         DMLS_PREFETCH_W(r + q);
                     DMLS_PREFETCH_W(r + e);
@@ -248,15 +264,18 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
    !dstage, d + kd[k] line-aligned, and jn and the tile width
    DMLS_BJ / lines multiples of 64 / W.  pf: prefetch the source lines of
    the tiles ahead (not for a source already in cache; the destination's
-   are prefetched either way). */
+   are prefetched either way).  s_next, d_next: the next block's source and
+   destination (the same tables), whose first tiles' lines the last tiles
+   ask for, or NULL. */
 static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
                             char *d, const int64_t *kd, int64_t kn,
-                            int sstage, int dstage, int lines, int nt, int pf, char *scratch) {
+                            int sstage, int dstage, int lines, int nt, int pf, char *scratch,
+                            const char *s_next, char *d_next) {
 #define DMLS_BLOCK_TILES(W_) do {                                                         \
         if (lines == 4)                                                                   \
-            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, pf, scratch);   \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 4, nt, pf, scratch, s_next, d_next);   \
         else                                                                              \
-            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, pf, scratch);   \
+            block_tiles(W_, s, js, jn, d, kd, kn, sstage, dstage, 1, nt, pf, scratch, s_next, d_next);   \
     } while (0)
     switch (W) {
     case 1: DMLS_BLOCK_TILES(1); break;
@@ -326,7 +345,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
             dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
-                                p->block_lines, 0, 0, tiles);
+                                p->block_lines, 0, 0, tiles, NULL, NULL);
                 continue;
             }
             dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, tiles);
@@ -427,14 +446,14 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     group_offsets(&inbuf, bkd);
     group_offsets(&runs, roff);
     block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
-                    p->block_lines, 0, 1, tiles);
+                    p->block_lines, 0, 1, tiles, NULL, NULL);
     for (r = 0; r < nruns; r++)
         dmls_isa.stream_copy(d + roff[r], buf + r * L, L);
     return 1;
 }
 
 void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const char *s_next,
-                char *scratch) {
+                char *d_next, char *scratch) {
     const int64_t *js = (const int64_t *)scratch + j0;
     const int64_t *kd = (const int64_t *)scratch + DMLS_BLOCK_GROUP;
     char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
@@ -445,7 +464,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, jn, d, kd, j0 == 0 && j1 == p->inner_size ? s_next : NULL, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                            p->block_lines, 0, 1, tiles);
+                            p->block_lines, 0, 1, tiles, NULL, NULL);
         return;
     }
     if (p->block_whole && j0 == 0 && j1 == p->inner_size && block_whole(p, s, js, jn, d, kn, tiles))
@@ -457,8 +476,9 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
            of block_tiles, with ordinary stores.) */
         body = dmls_whole_lines(d, w, jn, &ja);
     if (body == 0) {
+        const int whole_j = p->block_next && j0 == 0 && j1 == p->inner_size;
         block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, 1, tiles);
+                        p->block_lines, 0, 1, tiles, whole_j ? s_next : NULL, whole_j ? d_next : NULL);
         return;
     }
     /* The columns before the first line boundary and after the last one
@@ -470,10 +490,10 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
        faster; blocks of wider values, and with no such columns, even. */
     if (ja > 0)
         block_transpose(p->width, s, js, ja, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, 1, tiles);
+                        p->block_lines, 0, 1, tiles, NULL, NULL);
     block_transpose(p->width, s, js + ja, body, d + ja * w, kd, kn, p->block_stage_src, 0,
-                    p->block_lines, 1, 1, tiles);
+                    p->block_lines, 1, 1, tiles, NULL, NULL);
     if (ja + body < jn)
         block_transpose(p->width, s, js + ja + body, jn - ja - body, d + (ja + body) * w, kd, kn,
-                        p->block_stage_src, p->block_stage_dst, p->block_lines, 0, 1, tiles);
+                        p->block_stage_src, p->block_stage_dst, p->block_lines, 0, 1, tiles, NULL, NULL);
 }

@@ -35,12 +35,12 @@ typedef char dmls_interleave_chunk_fits[DMLS_INTERLEAVE_CHUNK + 64 <= DMLS_SCRAT
 
 /* Elements j0..j1 of the innermost dimension at outer offsets (so, do_). */
 static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t do_,
-                int64_t j0, int64_t j1, const dmls_rows *next, char *scratch) {
+                int64_t j0, int64_t j1, const dmls_rows *next, char *d_next, char *scratch) {
     const int w = p->width;
     const int64_t n = j1 - j0, iss = p->inner_src_stride, ids = p->inner_dst_stride;
     switch (p->mode) {
     case DMLS_MODE_BLOCK:
-        dmls_block(p, s + so, d + do_, j0, j1, next != NULL ? next->s : NULL, scratch);
+        dmls_block(p, s + so, d + do_, j0, j1, next != NULL ? next->s : NULL, d_next, scratch);
         return;
     case DMLS_MODE_NIBBLE:
         dmls_nibble_row(p, (const uint8_t *)s, (uint8_t *)d, so + j0 * iss, do_ + j0 * ids, n, iss, ids);
@@ -212,7 +212,7 @@ static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, i
         q.tile_size = p->tile_size - k0 < p->tile_piece ? p->tile_size - k0 : p->tile_piece;
         outer_offsets(p, u / p->segments, idx, &so, &do_);
         segment_range(p, seg, segment_shift(p, d, do_), &j0, &j1);
-        row(&q, s + k0 * p->tile_src_stride, d + k0 * p->tile_dst_stride, so, do_, j0, j1, NULL, scratch);
+        row(&q, s + k0 * p->tile_src_stride, d + k0 * p->tile_dst_stride, so, do_, j0, j1, NULL, NULL, scratch);
     }
     if (p->stream) dmls_isa.store_fence();
 }
@@ -637,7 +637,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < ask.ahead ? t1 - t0 : ask.ahead);
         for (t = t0; t < t1; t++) {
             if (t + ask.ahead < t1) odometer_ask(p, &ah, s, ask.rows, ask.stride, ask.bytes, ask.into_l1);
-            row(p, s, d, so, do_, 0, p->inner_size, NULL, scratch);
+            row(p, s, d, so, do_, 0, p->inner_size, NULL, NULL, scratch);
             next_outer(p, idx, &so, &do_);
         }
         if (p->stream) dmls_isa.store_fence();
@@ -656,9 +656,11 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            of a few chunks 1.16-1.28x (scatters into 77- and 141-column
            matrices, a 100-channel uint8 NHWC gather), of many chunks
            (2-D transposes of long rows) 0.89-1.06x, even by geometric
-           mean. */
+           mean.  Blocks in place that ask for the next one's first tiles
+           (p->block_next) are told its destination too. */
         dmls_rows next = {NULL, NULL, p->inner_src_stride, 0, 0};
-        if (((p->mode == DMLS_MODE_BLOCK && p->l2 == DMLS_L2_BOTH && p->segments == 1) ||
+        char *d_next = NULL;
+        if (((p->mode == DMLS_MODE_BLOCK && (p->l2 == DMLS_L2_BOTH || p->block_next) && p->segments == 1) ||
                 (p->mode == DMLS_MODE_TILE && p->l2 && p->stream)) && t + 1 < t1) {
             int64_t nidx[DMLS_MAX_DIMS], nso = so, ndo = do_, a, b;
             if (seg + 1 < p->segments) {
@@ -670,8 +672,9 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             }
             next.s = s + nso + a * p->inner_src_stride;
             next.rows = b - a;
+            d_next = d + ndo + a * p->inner_dst_stride;
         }
-        row(p, s, d, so, do_, j0, j1, next.s != NULL ? &next : NULL, scratch);
+        row(p, s, d, so, do_, j0, j1, next.s != NULL ? &next : NULL, d_next, scratch);
         if (++seg == p->segments) {
             seg = 0;
             next_outer(p, idx, &so, &do_);

@@ -159,6 +159,7 @@ typedef struct {
     int block_stage_dst;
     int block_lines;        /* source lines of k per tile row (1 or 4) */
     int block_whole;        /* each block into a buffer, streamed out whole (dmls_block) */
+    int block_next;         /* in place: its last tiles ask for the next block's first (dmls_block) */
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
 } dmls_plan;
 

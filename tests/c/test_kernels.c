@@ -426,6 +426,9 @@ static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t
     p.block_stage_dst = stage_dst;
     p.l2 = l2;
     p.stream = stream;
+    /* in place, the last tiles ask for the next block's first (here this
+       block's own, which is where a next block with the same tables lies) */
+    p.block_next = !l2 && !stream;
     dmls_block_tables(&p, dmls_scratch());
     /* in segments of seg values of j (the last one the rest), as tasks; or
        only segment number only (0 based) */
@@ -433,7 +436,8 @@ static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t
         if (only < 0 || j == only * seg) {
             a = j;
             e = j + seg < jn ? j + seg : jn;
-            dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, a, e, (char *)b.src + o, dmls_scratch());
+            dmls_block(&p, (char *)b.src + o, (char *)b.dst + o, a, e, (char *)b.src + o, (char *)b.dst + o,
+                       dmls_scratch());
         }
     if (p.stream) dmls_isa.store_fence();
     before = malloc(b.dbytes);
