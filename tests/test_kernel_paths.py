@@ -1822,6 +1822,34 @@ def test_line_aligned_blocks_stream_whole_from_the_row_bound(monkeypatch):
         assert not plan.block.whole and plan.l2 == 2 and plan.stream
 
 
+# Rows off whole lines that source order (its innermost dimension the
+# shorter) would write beside each other more than 4 KiB of copying apart:
+# with the bound lowered to 4 KiB, destination order.
+REVISITED_ROWS = [
+    ("float16", (20, 2, 16, 3, 24), (3, 0, 2, 1, 4), "gather"),      # rows of 48 bytes
+    ("float64", (12, 8, 5, 6, 5), (3, 1, 0, 2, 4), "gather"),        # 40
+    ("int16", (8, 17, 11, 2, 21), (1, 3, 2, 0, 4), "scatter"),       # 42
+    ("float32", (4, 12, 10, 3, 12), (1, 3, 2, 0, 4), "scatter"),     # 48
+    ("float64", (10, 12, 2, 6, 6), (1, 3, 2, 0, 4), "scatter"),      # 48
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", REVISITED_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in REVISITED_ROWS])
+def test_rows_revisited_far_apart_in_source_order_run_in_destination_order(dtype, sizes, order, op, threads,
+                                                                           monkeypatch):
+    def check_plan(plan):
+        row = plan.inner[0] * plan.width
+        loops = plan.outer + ([plan.tile] if plan.tile else [])   # a batch of rows innermost
+        dest = sorted(loops, key=lambda t: t[2], reverse=True)
+        source = sorted(loops, key=lambda t: t[1], reverse=True)
+        assert plan.mode == "memcpy" and row % 64 and loops == dest
+        assert source[-1][0] < dest[-1][0]
+        assert _planner.revisit_bytes(source, row, 2) >= 4096 > _planner.revisit_bytes(dest, row, 1)
+
+    for _ in _planner_setting(monkeypatch, "SHORT_ROW_REVISIT_BYTES", 4096):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 @pytest.fixture
 def blocks_ask_ahead(monkeypatch):
     # Blocks in place ask for the next block's first tiles from 0 bytes.

@@ -191,6 +191,51 @@ def test_rows_of_a_few_lines_read_as_few_streams_keep_destination_order(op, dtyp
                                         and streams <= _planner.SHORT_ROW_STREAMS)
 
 
+def test_rows_off_lines_that_source_order_writes_far_apart_keep_destination_order(monkeypatch):
+    # A 59.9 MB float64 gather of rows of 144 bytes (two and a quarter
+    # lines): source order, whose innermost dimension (14) is the shorter,
+    # would write two rows beside each other the whole of four dimensions
+    # apart (the dimension whose destination stride is the row outermost);
+    # destination order reads two rows beside each other 15 x 15 rows apart.
+    sizes, order = (11, 12, 14, 15, 15, 18), (4, 1, 0, 3, 2, 5)
+    p = _permuted_plan("gather", "float64", sizes, order)
+    assert p.mode == "memcpy" and p.inner == (18, 8, 8)
+    dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
+    source = sorted(p.outer, key=lambda t: t[1], reverse=True)
+    assert source[-1][0] == 14 < dest[-1][0] == 15
+    assert p.outer == dest
+    apart = _planner.revisit_bytes(source, 144, 2)
+    assert apart == 14 * 15 * 11 * 12 * 144 >= _planner.SHORT_ROW_REVISIT_BYTES
+    assert _planner.revisit_bytes(dest, 144, 1) == 15 * 15 * 144
+    monkeypatch.setattr(_planner, "SHORT_ROW_REVISIT_BYTES", apart)
+    assert _permuted_plan("gather", "float64", sizes, order).outer == dest
+    monkeypatch.setattr(_planner, "SHORT_ROW_REVISIT_BYTES", apart + 1)
+    assert _permuted_plan("gather", "float64", sizes, order).outer == source
+    monkeypatch.undo()
+    # Rows of whole lines (128 bytes) share none: source order.
+    p = _permuted_plan("gather", "float64", sizes[:-1] + (16,), order)
+    assert p.mode == "memcpy" and p.inner == (16, 8, 8)
+    assert p.outer == sorted(p.outer, key=lambda t: t[1], reverse=True)
+    assert _planner.revisit_bytes(p.outer, 128, 2) >= _planner.SHORT_ROW_REVISIT_BYTES
+    # A float32 scatter of rows of 48 bytes that destination order would
+    # read beside each other farther apart still: source order.
+    p = _permuted_plan("scatter", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
+    assert p.mode == "memcpy" and p.inner == (12, 4, 4) and p.tile is None
+    dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
+    assert p.outer == sorted(p.outer, key=lambda t: t[1], reverse=True) != dest
+    assert _planner.revisit_bytes(dest, 48, 1) > _planner.revisit_bytes(p.outer, 48, 2) \
+        >= _planner.SHORT_ROW_REVISIT_BYTES
+
+
+@pytest.mark.parametrize("outer,row,side,expect", [
+    ([(3, 100, 7), (5, 20, 700)], 20, 1, 20),            # innermost: the row beside is the next one
+    ([(3, 100, 7), (5, 20, 700)], 7, 2, 5 * 7),           # inside the first: 5 rows
+    ([(3, 100, 7), (5, 20, 700)], 9, 2, 15 * 9),          # none: the whole copy
+])
+def test_revisit_bytes(outer, row, side, expect):
+    assert _planner.revisit_bytes(outer, row, side) == expect
+
+
 @pytest.mark.parametrize("sizes,src,dst,why", [
     ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
     ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
