@@ -268,24 +268,26 @@ def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level,
     ("uint8", (2, 45, 40, 50)),
 ], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_ragged_pixels_from_cache_go_straight_to_the_destination(dtype, sizes, level, threads):
-    # NCHW to NHWC scatters from cache into pixels of a channel count that
-    # is no whole number of 16-byte micro-blocks (contig_ragged): pixels of a
-    # line or more (71-508 bytes) are transposed a band at a time straight
-    # into the destination, every band but the last, which goes through the
-    # buffer with the pixels past the last whole micro-block; shorter pixels
-    # (50 and 45 bytes) through the buffer throughout.  Several bands each,
-    # guard bytes around the destination, against numpy.
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+def test_ragged_pixels_straight_to_the_destination_or_in_bands(dtype, sizes, level, stream, threads):
+    # NCHW to NHWC scatters into pixels of a channel count that is no whole
+    # number of 16-byte micro-blocks: from cache through the L1 tile
+    # straight into the destination, its ragged column one more micro-block
+    # moved back; streaming, a band at a time through the buffer
+    # (contig_ragged), the pixels past the last whole micro-block with the
+    # last band.  Several bands each, guard bytes around the destination,
+    # against numpy.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     width = np.dtype(dtype).itemsize
-    plan = transfer._plan(desc, "scatter").describe()
-    assert plan["mode"] == "tile" and not plan["stream"] and plan["tile"][2] == sizes[1] * width
-    # a task's pixels fill at least two bands of the 16 KiB buffer
-    row, n = sizes[1] * width, 16 // width
-    assert sizes[1] % n != 0 and plan["tile"][0] >= 2 * min(256, 16384 // row // n * n)
-    values = _random_buffer(math.prod(sizes) * width, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
-    with _isa_level(level):
-        _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
+    with _stream_threshold(0 if stream else 1 << 62):
+        plan = transfer._plan(desc, "scatter").describe()
+        assert plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == sizes[1] * width
+        # a task's pixels fill at least two bands of the 16 KiB buffer
+        row, n = sizes[1] * width, 16 // width
+        assert sizes[1] % n != 0 and sizes[1] > n and plan["tile"][0] >= 2 * min(256, 16384 // row // n * n)
+        values = _random_buffer(math.prod(sizes) * width, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+        with _isa_level(level):
+            _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "float16"])

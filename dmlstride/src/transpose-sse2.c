@@ -7,7 +7,6 @@
 #include "copy-short.h"
 #include "lines.h"
 #include "micro-sse2.h"
-#include "prefetch.h"
 #include "scratch.h"
 
 void dmls_interleave_sse2(dmls_isa_t *t);
@@ -860,29 +859,12 @@ static inline void prefetch_rows(const char *const *r, int64_t rows, int64_t off
    asked for while this one is transposed: 30-60 source rows are more than
    the hardware prefetcher follows.  A streaming copy (its source beyond
    L3) went from 0.71 to 0.96 of the memcpy limit (45 float32 columns of
-   60 MB); from the cache (a copy that does not stream), in one process on
-   the same buffers, alternating (2 threads), NCHW to NHWC scatters of
-   18-42 int16 or float16 channels, 6-12 MB, ran 1.12-1.42x faster (of 11,
-   13, 50 and 60 channels 0.95-1.02x), and of 5-43 one-, four- and
-   eight-byte channels (4.8-13 MB) 1.07x by geometric mean of 24 unnamed
-   ones (0.95-1.45x; the slowest, uint8 and float32 ones of 9.7-11.6 MB,
-   1.25-1.45x; the same plan against itself 1.00x).  Reads stay
-   within s + j * sj + [0, kn * W) for j < jn (the prefetches too), writes
-   within d + [0, kn * jn * W).  Covers rows k < *kdone.
-
-   A copy that does not stream, with jn > N and rows of at least
-   DMLS_RAGGED_DIRECT_ROW bytes, transposes its bands but the last straight
-   into d rather than into the buffer (no copy out of it), and asks for the
-   next band's destination lines into L2 while it does: in one process on
-   the same buffers, alternating in a shuffled order (2 threads, 7 rounds),
-   with the old code against itself as a control (0.99-1.01x), 20 NCHW to
-   NHWC scatters of 5-47 channels (one- to eight-byte values, 2-14 MB) ran
-   1.08-1.21x faster by geometric mean in three runs, and a fresh 22 of
-   1-20 MB 1.13x (0.80-1.52x; 5.6-10.5 MB with pixels of 80 bytes or more
-   1.12-1.52x); the slower ones had rows shorter than a line (10 int16
-   channels 0.82x, 26 uint8 ones 0.80x), which keep the buffer.  The last
-   band keeps the buffer too, with the rows past kf that go out with it. */
-enum { DMLS_RAGGED_DIRECT_ROW = 64 };
+   60 MB).  The engine sends it streaming copies, and rows shorter than a
+   micro-block: from the cache, the L1 tile (dmls_transpose_plain) straight
+   into the destination ran 1.31x faster than bands through this buffer
+   (see dmls_transpose in tile.c).  Reads stay within
+   s + j * sj + [0, kn * W) for j < jn (the prefetches too), writes within
+   d + [0, kn * jn * W).  Covers rows k < *kdone. */
 typedef char dmls_contig_ragged_fits[16384 + 15 * 512 + 64 + (2 * 512 + 2 * 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
 static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
                                int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch) {
@@ -904,7 +886,6 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
     const int pairs = dmls_isa.level >= DMLS_ISA_AVX2 && (jn > N ? W <= 2 : W == 1);
     const int64_t jr = jn > N ? jn : N;   /* source rows the groups read (row jn - 1 again below N) */
     int64_t TK = TB / (row > 0 ? row : 1) / N * N, kf = kn - kn % N, kb, nk, j, k, jl, ahead, kp;
-    int direct;
     if (TK > 256) TK = 256;
     *kdone = 0;
     if (jn < 1 || row > 512 || TK < N || kf == 0) return;
@@ -914,13 +895,9 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         nk = kf - kb < TK ? kf - kb : TK;
         ahead = (kf - kb - nk < TK ? kf - kb - nk : TK) * W;
         kp = 0;
-        /* Where the band goes: straight to d (see above), else the buffer. */
-        direct = !stream && jn > N && row >= DMLS_RAGGED_DIRECT_ROW && kb + nk < kf;
-        for (k = 0; k < nk; k++) dr[k] = (direct ? d + kb * row : out) + k * row;
+        for (k = 0; k < nk; k++) dr[k] = out + k * row;
         if (pairs && jn > N)
             for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
-        if (direct && kb + 2 * nk < kf)   /* the next band goes straight to d too */
-            dmls_prefetch_l2_lines(d + (kb + nk) * row, nk * row);
         if (pairs) {
             if (ahead > 0) prefetch_rows(sr, jn, (kb + nk) * W, ahead);
             for (j = 0; j < jr; j++) sk[j] = sr[j] + kb * W;
@@ -959,7 +936,7 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
         }
         if (stream)
             dmls_stream_copy(d + kb * row, out, nk * row);
-        else if (!direct)
+        else
             memcpy(d + kb * row, out, (size_t)(nk * row));
     }
     *kdone = kn;
