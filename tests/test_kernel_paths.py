@@ -1084,13 +1084,45 @@ def test_channels_deinterleaved_and_interleaved(dtype, channels, threads):
     buf = _random_buffer(desc.total_tensor_size_in_bytes, channels)
     assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
     # And back: planes interleaved into pixels (scatter), against numpy assignment;
-    # up to 7 channels take the interleave kernel, more the transposing tile.
+    # up to 7 channels take the interleave kernel (8 of one byte too), more the
+    # transposing tile.
     packed = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, packed.effective_strides, desc.effective_strides, desc.element_bits)
-    assert plan.describe()["mode"] == ("interleave" if channels <= 7 else "tile")
+    interleaved = channels <= 7 or (channels == 8 and np.dtype(dtype).itemsize == 1)
+    assert plan.describe()["mode"] == ("interleave" if interleaved else "tile")
     dt = ds.numpy_dtype(desc.data_type)
     planes = _random_buffer(desc.element_count * dt.itemsize, 100 + channels).view(dt).reshape(sizes)
     _check_scatter(planes, desc, _random_buffer(desc.total_tensor_size_in_bytes, 200 + channels))
+
+
+@pytest.mark.parametrize("sizes", [(2, 8, 1, 17), (3, 8, 5, 7), (1, 8, 33, 129), (4, 8, 2, 3), (1, 8, 4, 4),
+                                   (5, 8, 1, 4099)], ids=str)
+@pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
+def test_eight_one_byte_planes_interleave_into_pixels(sizes, level, threads, monkeypatch):
+    # Eight one-byte planes into pixels of 8 bytes: an NCHW to NHWC scatter,
+    # and the gather of a matrix stored column by column (8 columns) into
+    # rows, take the interleave kernel from 16 pixels a plane, 16 pixels a
+    # step with SSSE3, the rest pixel by pixel (fewer pixels, and with the
+    # channel bound at 7, the transposing tile).  Against numpy, the
+    # scatter between guard bytes.
+    nhwc = ds.BufferTensorDesc.from_layout("uint8", sizes, "NHWC")
+    packed = ds.BufferTensorDesc("uint8", sizes)
+    rows = sizes[0] * sizes[2] * sizes[3]
+    columns = ds.BufferTensorDesc("uint8", [rows, 8], strides=[1, rows])   # 8 planes of `rows` values
+
+    def modes():
+        return (_planner.plan_copy(list(sizes), packed.effective_strides, nhwc.effective_strides, 8).main.mode,
+                _planner.plan_copy([rows, 8], columns.effective_strides, [8, 1], 8).main.mode)
+
+    pixels = sizes[2] * sizes[3]
+    assert modes() == ("interleave" if pixels >= 16 else "tile", "interleave")
+    with _isa_level(level):
+        planes = _random_buffer(packed.total_tensor_size_in_bytes, 8).reshape(sizes)
+        _check_scatter(planes, nhwc, _random_buffer(nhwc.total_tensor_size_in_bytes + 48, 5))
+        buf = _random_buffer(columns.total_tensor_size_in_bytes, 9)
+        assert ds.gather(buf, columns).tobytes() == _numpy_gather(buf, columns).tobytes()
+    monkeypatch.setattr(_planner, "INTERLEAVE_MAX_BYTE_CHANNELS", 7)
+    assert modes() == ("tile", "tile")
 
 
 @pytest.mark.parametrize("dtype,channels,pad", [
@@ -1123,8 +1155,8 @@ def test_few_channels_to_planes_and_back_by_word_transposes(dtype, channels, pix
         _check_scatter(planes, nhwc, bytearray(_random_buffer(nhwc.total_tensor_size_in_bytes + 48, 5).tobytes()))
 
 
-@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-@pytest.mark.parametrize("channels", [2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("dtype,channels", [(d, c) for d in WIDTH_DTYPES for c in (2, 3, 4, 5, 6, 7)]
+                         + [("uint8", 8), ("int8", 8)])
 @pytest.mark.parametrize("skew", [0, 1, 3])
 @pytest.mark.parametrize("level", [0, 3], ids=["plain", "avx2"])
 def test_interleaved_pixels_stream_in_chunks(dtype, channels, skew, level, threads):
@@ -2791,8 +2823,9 @@ def test_staged_tiles_of_every_row_length(dtype, threads):
     for a in lengths:
         for b in lengths:
             sizes, order = (3, 2, a, b), (1, 0, 3, 2)
-            if a >= 8 and b >= 8 and a * w <= 64 and b * w <= 64:
-                # (fewer than 8 values a side may be an interleave instead)
+            if a >= 8 and b >= 8 and a * w <= 64 and b * w <= 64 and not (w == 1 and b == 8 and a >= 16):
+                # (fewer than 8 values a side may be an interleave instead, and
+                # 8 one-byte ones beside 16 or more are)
                 plan = _permuted_plans(dtype, sizes, order)[0]
                 assert plan["mode"] == "tile" and (plan["tile"][0], plan["inner"][0]) == (a, b)
             _check_permuted_round_trip(dtype, sizes, order, seed=a * 100 + b)

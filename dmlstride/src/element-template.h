@@ -123,7 +123,7 @@ static inline void DMLS_FN(dmls_deinterleave_)(const char *s, char *d, int64_t k
     }
 }
 
-/* K (2-7, a constant where it is inlined) planes kss bytes apart
+/* K (2-8, a constant where it is inlined) planes kss bytes apart
    interleaved into d, pixel by pixel: K loads, then K adjacent stores. */
 static inline void DMLS_FN(dmls_interleave_k_)(const char *s0, int64_t kss, char *d, int64_t n, const int K) {
     int64_t b;
@@ -135,7 +135,7 @@ static inline void DMLS_FN(dmls_interleave_k_)(const char *s0, int64_t kss, char
     }
 }
 
-/* The inverse: kn (2-7) contiguous planes kss bytes apart interleaved into
+/* The inverse: kn (2-7; 2-8 of one byte) contiguous planes kss bytes apart interleaved into
    d[j * kn + a] = plane_a[j]; n pixels. */
 static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn, int64_t kss, int64_t n) {
     int64_t done = 0;
@@ -153,7 +153,8 @@ static inline void DMLS_FN(dmls_interleave_)(const char *s, char *d, int64_t kn,
     case 4: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 4); break;
     case 5: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 5); break;
     case 6: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 6); break;
-    default: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 7); break;
+    case 7: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 7); break;
+    default: DMLS_FN(dmls_interleave_k_)(s, kss, d, n, 8); break;
     }
 }
 
