@@ -137,7 +137,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
            one of the next block's (the same tables, at s_next and
            d_next).  A block of a few tiles (rows of 54 one-byte values by
            135) otherwise starts every time with all its lines missing: see
-           plan_block in the planner for what that measured. */
+           BLOCK_NEXT_MIN_TOTAL in the planner for what that measured. */
         int64_t ta = t + DMLS_BAHEAD;
         const char *sa = s;
         char *da = d;
