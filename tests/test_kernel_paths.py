@@ -330,16 +330,17 @@ def _permutation_plan_and_check(dtype, sizes, order, other_order, op):
     """The planner's plan of ``op`` ("gather", "scatter", or "copy" into the
     ``other_order`` permutation) on the ``order`` permutation of ``sizes``,
     and a function that runs it against numpy: a scatter between guard
-    bytes, a copy over random destination bytes."""
+    bytes, a copy over random destination bytes (the source buffer is made
+    when the function runs, so the plan alone costs no memory)."""
     strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
     packed = ds.BufferTensorDesc(dtype, list(sizes))
     other = ds.BufferTensorDesc.from_layout(dtype, list(sizes), other_order)
     dt = np.dtype(dtype)
     src, dst = {"gather": (strided, packed), "scatter": (packed, strided), "copy": (strided, other)}[op]
     plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * dt.itemsize).main
-    buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
 
     def check():
+        buf = _random_buffer(strided.total_tensor_size_in_bytes, math.prod(sizes))
         if op == "gather":
             assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
         elif op == "scatter":
@@ -1868,9 +1869,14 @@ REVISITED_ROWS = [
 ]
 
 
+@pytest.fixture
+def revisit_bound_4k(monkeypatch):
+    yield from _planner_setting(monkeypatch, "SHORT_ROW_REVISIT_BYTES", 4096)
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op", REVISITED_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in REVISITED_ROWS])
 def test_rows_revisited_far_apart_in_source_order_run_in_destination_order(dtype, sizes, order, op, threads,
-                                                                           monkeypatch):
+                                                                           revisit_bound_4k):
     def check_plan(plan):
         row = plan.inner[0] * plan.width
         loops = plan.outer + ([plan.tile] if plan.tile else [])   # a batch of rows innermost
@@ -1880,8 +1886,7 @@ def test_rows_revisited_far_apart_in_source_order_run_in_destination_order(dtype
         assert source[-1][0] < dest[-1][0]
         assert _planner.revisit_bytes(source, row, 2) >= 4096 > _planner.revisit_bytes(dest, row, 1)
 
-    for _ in _planner_setting(monkeypatch, "SHORT_ROW_REVISIT_BYTES", 4096):
-        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+    _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 @pytest.fixture
@@ -1922,13 +1927,7 @@ def test_blocks_in_place_ask_for_the_next_blocks_first_tiles(dtype, sizes, order
 
 
 def _main_plan(dtype, sizes, order, op):
-    # The planner's plan of the gather or scatter of the order permutation,
-    # made without buffers.
-    strided = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    packed = ds.BufferTensorDesc(dtype, sizes)
-    src, dst = (strided, packed) if op == "gather" else (packed, strided)
-    return _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides,
-                              src.element_bits).main
+    return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
 
 
 def test_blocks_ask_for_the_next_only_in_place_whole_and_from_the_size_bound(monkeypatch):
