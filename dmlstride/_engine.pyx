@@ -116,9 +116,10 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
                                         or c.inner_dst_stride != c.width or kp.stream or kp.l2):
         raise ValueError(f"plan: runs of {c.width} bytes are transposed only with both sides' "
                          f"fastest runs contiguous, without streaming or L2 buffers")
-    if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= (8 if c.width == 1 else 7):
+    channels = 8 if c.width == 1 else 7   # the interleave kernels' most channels
+    if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= channels:
         raise ValueError(f"plan: {c.tile_size} interleaved channels of {c.width} bytes; "
-                         f"expected 2 to {8 if c.width == 1 else 7}")
+                         f"expected 2 to {channels}")
     if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):
         raise ValueError(f"plan: L2 mode {kp.l2} for a {kp.mode} plan")
     c.l2 = kp.l2
