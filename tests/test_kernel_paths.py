@@ -262,6 +262,27 @@ def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level,
         _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
 
 
+@pytest.mark.parametrize("dtype,sizes", [("float16", (4, 25, 263, 217)), ("uint8", (9, 18, 269, 230)),
+                                         ("int16", (8, 25, 196, 160)), ("uint8", (5253, 20, 5, 19)),
+                                         ("int16", (2, 64, 211, 193)), ("uint8", (3, 33, 301, 347))], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, threads):
+    # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes off
+    # 1 KiB multiples into pixels of up to 64 channels back to back: tiles
+    # four source lines deep (all channels in one tile), ragged channel
+    # counts (18, 25, 33) and plane lengths no multiple of the tile; guard
+    # bytes past the end, against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    width = np.dtype(dtype).itemsize
+    assert (8 << 20) <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
+    plan = transfer._plan(desc, "scatter").describe()
+    assert plan["mode"] == "tile" and not plan["stream"] and plan["inner"][0] == sizes[1] <= 64
+    assert plan["tile"][2] == sizes[1] * width and plan["inner"][1] % 1024 != 0
+    values = _random_buffer(math.prod(sizes) * width, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+    with _isa_level(level):
+        _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
+
+
 @pytest.mark.parametrize("dtype,sizes", [
     ("int16", (2, 37, 30, 41)), ("float32", (1, 21, 40, 50)), ("float64", (1, 19, 33, 35)),
     ("uint8", (1, 71, 100, 100)), ("uint32", (1, 127, 10, 30)), ("float16", (1, 25, 17, 61)),
