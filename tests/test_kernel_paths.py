@@ -262,6 +262,29 @@ def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level,
         _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
 
 
+@pytest.mark.parametrize("sizes,stream", [((2, 9, 61, 53), False), ((1, 11, 70, 47), True),
+                                          ((3, 15, 53, 67), False), ((1, 13, 71, 59), True),
+                                          ((2, 18, 61, 53), True), ((1, 45, 47, 71), True)], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_one_byte_pixels_in_bands_every_band_in_its_rows(sizes, level, stream, threads):
+    # NCHW to NHWC scatters into pixels of 9-15 one-byte channels (each
+    # pixel shorter than a micro-block: the band, whether or not the copy
+    # streams) and, streaming, of 18 and 45 (a ragged last group): several
+    # bands of the buffer a task, whose row tables serve every band, the
+    # last band short, pixel counts that are no multiple of a micro-block;
+    # guard bytes around the destination, against numpy.
+    desc = ds.BufferTensorDesc.from_layout("uint8", sizes, "NHWC")
+    with _stream_threshold(0 if stream else 1 << 62):
+        plan = transfer._plan(desc, "scatter").describe()
+        assert plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == sizes[1]
+        assert stream or sizes[1] < 16
+        # a task's pixels fill three bands of the buffer or more
+        assert plan["tile"][0] >= 3 * min(256, 16384 // sizes[1] // 16 * 16) and plan["tile"][0] % 16 != 0
+        values = _random_buffer(math.prod(sizes), sizes[1]).reshape(sizes)
+        with _isa_level(level):
+            _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 7), offset=64)
+
+
 @pytest.mark.parametrize("dtype,sizes", [("float16", (4, 25, 263, 217)), ("uint8", (9, 18, 269, 230)),
                                          ("int16", (8, 25, 196, 160)), ("uint8", (5253, 20, 5, 19)),
                                          ("int16", (2, 64, 211, 193)), ("uint8", (3, 33, 301, 347))], ids=str)
