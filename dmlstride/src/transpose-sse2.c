@@ -161,17 +161,17 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        1 KiB multiples 0.92-1.26x, and 2-D transposes, whose destination
        rows are longer, 0.83-1.14x, so not those.
        Source rows off those multiples take the depth too where the
-       destination rows lie back to back and one tile holds all of j
-       (pixels of up to 64 channels, one contiguous run a tile): in one
-       process on the same buffers, alternating in an order shuffled every
-       round (2 threads, 5 rounds, the old kernel against itself as a
-       control: 0.99x), 14 unnamed NCHW to NHWC scatters of 9-12.5 MB with
-       5-46 uint8, int16 or float16 channels ran 1.08x faster by geometric
+       destination rows lie back to back and one tile's 64 rows hold all
+       of j (pixels of up to 64 channels: one contiguous run a tile): in
+       one process on the same buffers, alternating in an order shuffled
+       every round (2 threads, 5 rounds, the old kernel against itself as
+       a control: 0.99x), 14 unnamed NCHW to NHWC scatters of 9-12.5 MB with
+       18-46 uint8, int16 or float16 channels ran 1.08x faster by geometric
        mean (0.98-1.15x, 13 faster; two-byte values 1.10x), 11 more of two
        byte channels 1.15x (0.92-1.39x).  Across 57 unnamed 5-D and 6-D
        permutations of 8-12.5 MB that take the tile, all rows so deep
        measured 1.01x (0.83-1.17x), and so are not. */
-    const int deep = !cached && W <= 2 && ((dk <= 1024 && sj % 1024 == 0) || (dk == jn * W && jn <= TJ)) &&
+    const int deep = !cached && W <= 2 && ((dk <= 1024 && sj % 1024 == 0) || (dk == jn * W && jn <= 64)) &&
                      TJ * (256 + 16) <= DMLS_SCRATCH_REGION - 16 * DMLS_STAGE_PITCH;
     const int64_t tall_k = sj % 64 != 0 && sj > DMLS_UNSTAGED_ROW_BYTES ? DMLS_TALL_K_BYTES / 2 : DMLS_TALL_K_BYTES;
     const int64_t TK = (tall ? tall_k : deep ? 256 : jn > TJ ? 64 : cached ? 256
