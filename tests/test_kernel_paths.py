@@ -1970,6 +1970,34 @@ def test_blocks_in_place_ask_for_the_next_blocks_first_tiles(dtype, sizes, order
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+# Blocks in place of one- and two-byte values whose destination rows are
+# 257-1024 bytes (the tiles ask for the lines of each tile ahead's rows):
+# the bound's edge (1020 bytes), ragged rows, several blocks and segments.
+ASKING_ROW_BLOCKS = [
+    ("uint8", (39, 5, 34, 15, 4), (2, 4, 1, 3, 0), "gather"),      # rows of 1020 bytes
+    ("uint8", (24, 12, 9, 33, 5), (4, 3, 0, 2, 1), "scatter"),     # 864
+    ("uint8", (11, 36, 3, 35, 21), (4, 1, 3, 2, 0), "gather"),     # 735
+    ("int16", (32, 19, 34, 14), (3, 0, 2, 1), "gather"),           # 952
+    ("int16", (22, 9, 7, 12, 23), (0, 3, 2, 4, 1), "gather"),      # 552
+    ("float16", (19, 21, 2, 40, 6), (2, 3, 4, 1, 0), "scatter"),   # 266
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", ASKING_ROW_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in ASKING_ROW_BLOCKS])
+def test_blocks_in_place_with_rows_of_up_to_1_kib_ask_for_their_lines(dtype, sizes, order, op, level, threads):
+    width = np.dtype(dtype).itemsize
+
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.lines == 1 and not plan.block.whole
+        assert plan.l2 == 0 and not plan.stream and not plan.block.stage_dst
+        assert 256 < plan.block.j_elems * width <= 1024
+
+    with _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 def _main_plan(dtype, sizes, order, op):
     return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
 
