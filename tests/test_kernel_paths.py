@@ -3274,6 +3274,36 @@ def test_fill_at_every_line_offset(dtype, streaming):
         assert bytes(dst) == expect, dst_offset
 
 
+# The same rows in runs along the innermost outer dimension (dmls_isa.
+# fill_rows: AVX2's 32-byte stores, or the SSE2 loop): source values that
+# do not merge the outer dimensions (a gap after every run), so that runs
+# end and carry, runs of 1, 7, 8 and 77 rows, rows of 16-31 bytes (two
+# 16-byte stores), of 32 and of lengths off 32, task ranges that start in
+# the middle of a run (2 threads, over 256 KiB), destinations off a line.
+# Against numpy, guard bytes included.
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("row_bytes", [16, 24, 32, 40, 96, 200, 520])
+@pytest.mark.parametrize("run", [1, 7, 8, 77])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_fill_rows_in_runs(dtype, run, row_bytes, level, threads):
+    itemsize = np.dtype(dtype).itemsize
+    sizes = [3, 5 if run > 8 else 700, run, row_bytes // itemsize]
+    src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[sizes[1] * (run + 3) + 5, run + 3, 1, 0])
+    dst_desc = ds.BufferTensorDesc(dtype, sizes)
+    plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
+                        src_desc.element_bits).describe()
+    assert plan["mode"] == "fill" and not plan["stream"]
+    if run > 1:
+        assert plan["outer"][-1][:2] == (run, itemsize)
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes + run)
+    with _isa_level(level):
+        for dst_offset in (0, itemsize, 40):
+            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
+            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+            assert bytes(dst) == expect, dst_offset
+
+
 # Rows of one repeated value of 16 bytes and more (a broadcast along the last
 # dimension) are filled inline, eight rows' values loaded before their
 # stores, with ordinary stores whatever the copy's size (fills never

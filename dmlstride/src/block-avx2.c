@@ -114,5 +114,6 @@ void dmls_isa_avx2(dmls_isa_t *t) {
     t->block_pairs = block_pairs_avx2;
     t->pairs_in_order = pairs_in_order_avx2;
     dmls_transpose_avx2(t);
+    dmls_fill_avx2(t);
 }
 #endif

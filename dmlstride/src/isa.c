@@ -83,6 +83,12 @@ static int64_t tile_wide_none(int W, const char *s, int64_t sj, char *d, int64_t
     return 0;
 }
 
+static int64_t fill_rows_none(char *d, const char *s, int w, int64_t n, int64_t rows, int64_t sstep,
+                              int64_t dstep) {
+    (void)d; (void)s; (void)w; (void)n; (void)rows; (void)sstep; (void)dstep;
+    return 0;
+}
+
 void dmls_isa_generic(dmls_isa_t *t) {
     t->level = DMLS_ISA_GENERIC;
     t->transpose = transpose_none;
@@ -109,6 +115,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->deint_k_16 = deint_k_none;
     t->int_k_16 = int_k_none;
     t->pairs_in_order = pairs_in_order_none;
+    t->fill_rows = fill_rows_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
@@ -116,7 +123,7 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
-                       int_k_none, deint_k_none, int_k_none, pairs_in_order_none};
+                       int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

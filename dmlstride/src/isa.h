@@ -152,6 +152,12 @@ typedef struct {
        destination rows in order k = 0, 1, ... (each store may spill into
        the next row); returns the rows of k done (0 without a variant). */
     int64_t (*pairs_in_order)(const char *const *sr, char *const *dr, int64_t nk);
+    /* Fill rows of a broadcast along the last dimension: row r (r < rows)
+       is n bytes (16 <= n, a multiple of w) at d + r * dstep, every
+       w-byte value the one at s + r * sstep (w = 1, 2, 4 or 8).  Returns
+       the rows done: all of them, or 0 without a variant. */
+    int64_t (*fill_rows)(char *d, const char *s, int w, int64_t n, int64_t rows, int64_t sstep,
+                         int64_t dstep);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
@@ -170,6 +176,7 @@ void dmls_isa_ssse3(dmls_isa_t *t);
 #endif
 #if DMLSTRIDE_HAVE_AVX2
 void dmls_isa_avx2(dmls_isa_t *t);
+void dmls_fill_avx2(dmls_isa_t *t);
 #endif
 
 #endif
