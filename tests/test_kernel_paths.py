@@ -2209,6 +2209,19 @@ def _expected_copy(src, src_desc, dst_before, dst_desc, dst_offset):
     return expect.tobytes()
 
 
+def _check_copy_at_offsets(src, src_desc, dst_desc, offsets, slack=64):
+    """copy_tensor src into random destinations of slack bytes more, at each
+    of offsets that is a whole element, against _expected_copy."""
+    itemsize = np.dtype(ds.numpy_dtype(src_desc.data_type)).itemsize
+    for dst_offset in sorted(set(offsets)):
+        if dst_offset % itemsize:
+            continue
+        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + slack, dst_offset).tobytes())
+        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+        assert bytes(dst) == expect, dst_offset
+
+
 @pytest.mark.parametrize("dtype,src_skew", [
     (dtype, skew) for dtype in WIDTH_DTYPES for skew in (0, 4, 8, 16, 32, 48)
     if skew % np.dtype(ds.numpy_dtype(dtype)).itemsize == 0])
@@ -3297,11 +3310,7 @@ def test_fill_rows_in_runs(dtype, run, row_bytes, level, threads):
         assert plan["outer"][-1][:2] == (run, itemsize)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes + run)
     with _isa_level(level):
-        for dst_offset in (0, itemsize, 40):
-            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
-            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
-            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
-            assert bytes(dst) == expect, dst_offset
+        _check_copy_at_offsets(src, src_desc, dst_desc, {0, itemsize, 40})
 
 
 # Rows of one repeated value of 16 bytes and more (a broadcast along the last
@@ -3354,13 +3363,7 @@ def test_own_copy_rows(dtype, row_bytes, direction, threads):
         plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                             src_desc.element_bits).describe()
         assert plan["mode"] == "memcpy" and not plan["stream"] and plan["inner"][0] == n
-        for dst_offset in sorted({0, itemsize, 16, 40, 48}):
-            if dst_offset % itemsize:
-                continue
-            dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
-            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
-            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
-            assert bytes(dst) == expect, dst_offset
+        _check_copy_at_offsets(src, src_desc, dst_desc, {0, itemsize, 16, 40, 48})
 
 
 # A contiguous copy that reads its source again (broadcast along N, C or H)
@@ -3409,13 +3412,8 @@ def test_rows_repeated_along_h_as_a_pattern(dtype, row_values, nc, h, threads):
         # (rows of 16 and 20 bytes 300 times over are batched instead)
         assert plan["outer"][-1] == (h, 0, row_values * itemsize)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_values)
-    for dst_offset in sorted({0, itemsize, 8, 24, 40, 56} if h < 300 else {0, itemsize, 40}):
-        if dst_offset % itemsize:
-            continue
-        dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 128, dst_offset).tobytes())
-        expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
-        ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
-        assert bytes(dst) == expect, dst_offset
+    _check_copy_at_offsets(src, src_desc, dst_desc,
+                           {0, itemsize, 8, 24, 40, 56} if h < 300 else {0, itemsize, 40}, slack=128)
 
 
 # A fill row long enough to be cut into segments (each a task, 65536 values)
