@@ -127,6 +127,24 @@ static inline void next_outer(const dmls_plan *p, int64_t *idx, int64_t *so, int
     }
 }
 
+/* The tasks from the current one, at most left, before the innermost outer
+   dimension carries: a run of rows at that dimension's fixed strides. */
+static inline int64_t run_left(const dmls_plan *p, const int64_t *idx, int64_t left) {
+    const int last = p->outer_ndim - 1;
+    const int64_t m = p->outer_size[last] - idx[last];
+    return m < left ? m : left;
+}
+
+/* Advance the odometer m tasks along such a run (m <= run_left): the last
+   step through next_outer, which carries. */
+static inline void next_run(const dmls_plan *p, int64_t *idx, int64_t *so, int64_t *do_, int64_t m) {
+    const int last = p->outer_ndim - 1;
+    idx[last] += m - 1;
+    *so += (m - 1) * p->outer_src_stride[last];
+    *do_ += (m - 1) * p->outer_dst_stride[last];
+    next_outer(p, idx, so, do_);
+}
+
 /* Source and destination offsets of outer index o. */
 static inline void outer_offsets(const dmls_plan *p, int64_t o, int64_t *idx, int64_t *so, int64_t *do_) {
     int i;
@@ -529,12 +547,9 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             /* Runs of one source row repeated back to back (a broadcast
                along H): each run at once, as a periodic pattern. */
             for (t = t0; t < t1;) {
-                int64_t m = p->outer_size[last] - idx[last];
-                if (m > t1 - t) m = t1 - t;
+                const int64_t m = run_left(p, idx, t1 - t);
                 repeat_row(d + do_, s + so, n, m, scratch);
-                idx[last] += m - 1;
-                do_ += (m - 1) * n;
-                next_outer(p, idx, &so, &do_);
+                next_run(p, idx, &so, &do_, m);
                 t += m;
             }
             return;
@@ -616,15 +631,11 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
                ran 1.50-2.90x faster on one thread and 1.43-2.54x on two;
                three of 66-67 MB, bound by memory, 0.95-1.12x. */
             for (t = t0; t < t1; t += m) {
-                m = p->outer_size[last] - idx[last];
-                if (m > t1 - t) m = t1 - t;
+                m = run_left(p, idx, t1 - t);
                 if (dmls_isa.fill_rows(d + do_, s + so, w, n, m, p->outer_src_stride[last],
                                        p->outer_dst_stride[last]) == 0)
                     break;
-                idx[last] += m - 1;
-                so += (m - 1) * p->outer_src_stride[last];
-                do_ += (m - 1) * p->outer_dst_stride[last];
-                next_outer(p, idx, &so, &do_);
+                next_run(p, idx, &so, &do_, m);
             }
             if (t >= t1) return;
             t0 = t;
