@@ -9,18 +9,14 @@
 
 #if DMLSTRIDE_HAVE_AVX2
 #include <immintrin.h>
-#include <string.h>
+
+#include "copy-short.h"   /* dmls_splat */
 
 #define AVX2 __attribute__((target("avx2")))
 
-/* The w-byte value at s in every lane, loaded at its own width. */
+/* The w-byte value at s in every lane (dmls_splat's, in both halves). */
 static inline AVX2 __m256i splat32(const char *s, int w) {
-    switch (w) {
-    case 1: return _mm256_set1_epi8(*s);
-    case 2: { int16_t x; memcpy(&x, s, 2); return _mm256_set1_epi16(x); }
-    case 4: { int32_t x; memcpy(&x, s, 4); return _mm256_set1_epi32(x); }
-    default: { int64_t x; memcpy(&x, s, 8); return _mm256_set1_epi64x(x); }
-    }
+    return _mm256_broadcastsi128_si256(dmls_splat(s, w));
 }
 
 /* n bytes (n >= 16) of the pattern v: 32-byte stores, the last one
