@@ -911,19 +911,17 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
        MB) ran 1.56-1.73x faster, of 11-45 (29-51 MB, streaming)
        0.97-1.45x (1.22x for 18 channels).  Two-byte values measured
        0.76-1.23x set once (17-46 channels, 24-51 MB, repeated: 1.10x,
-       0.91x, 1.00x, 1.06x), and keep setting them per band. */
-    const int rows_once = W == 1;
-    nk = kf < TK ? kf : TK;
-    for (k = 0; k < nk && rows_once; k++) dr[k] = out + k * row;
-    if (pairs && jn > N && rows_once)
-        for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
+       0.91x, 1.00x, 1.06x), and keep setting them per band.  (The first
+       band is the longest, so its tables serve every band after it.) */
     for (kb = 0; kb < kf; kb += nk) {
         nk = kf - kb < TK ? kf - kb : TK;
         ahead = (kf - kb - nk < TK ? kf - kb - nk : TK) * W;
         kp = 0;
-        for (k = 0; k < nk && !rows_once; k++) dr[k] = out + k * row;
-        if (pairs && jn > N && !rows_once)
-            for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
+        if (kb == 0 || W != 1) {
+            for (k = 0; k < nk; k++) dr[k] = out + k * row;
+            if (pairs && jn > N)
+                for (k = 0; k < nk; k++) dl[k] = dr[k] + jl * W;
+        }
         if (pairs) {
             if (ahead > 0) prefetch_rows(sr, jn, (kb + nk) * W, ahead);
             for (j = 0; j < jr; j++) sk[j] = sr[j] + kb * W;
