@@ -3416,6 +3416,36 @@ def test_rows_repeated_along_h_as_a_pattern(dtype, row_values, nc, h, threads):
                            {0, itemsize, 8, 24, 40, 56} if h < 300 else {0, itemsize, 40}, slack=128)
 
 
+# Permutations of 8 MiB or more that keep a last dimension of 513-4096
+# bytes, far apart in the source, in copies that do not stream: the rows go
+# one a task through a loop that asks for the source rows a few tasks on
+# (execute.c): rows of 513 bytes (the bound's edge), 968, 1560 and an odd
+# 1845, and 4096 (the other edge), on 1 and 2 threads, with and without
+# SIMD.  Against numpy, the scatter's guard bytes included.
+FAR_ROWS = [
+    ("uint8", (130, 130, 513), (1, 0, 2), "gather"),
+    ("float32", (7, 58, 45, 11, 22), (2, 1, 0, 3, 4), "gather"),
+    ("float64", (135, 83, 3, 65), (1, 0, 2, 3), "scatter"),
+    ("uint8", (2, 6, 7, 14, 6, 1845), (3, 1, 4, 2, 0, 5), "scatter"),
+    ("float32", (40, 52, 1024), (1, 0, 2), "gather"),
+]
+
+
+@pytest.mark.parametrize("level", [0, 3], ids=["generic", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", FAR_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in FAR_ROWS])
+def test_rows_far_apart_from_memory_ask_for_the_rows_ahead(dtype, sizes, order, op, level, threads):
+    width = np.dtype(dtype).itemsize
+
+    def check_plan(plan):
+        n = plan.inner[0] * width
+        assert plan.mode == "memcpy" and not plan.stream and plan.segments == 1 and plan.tile is None
+        assert 512 < n <= 4096 and plan.outer and plan.outer[-1][1] != n
+        assert math.prod(size for size, _, _ in plan.outer) * n >= _planner.TRANSPOSE_FROM_MEMORY
+
+    with _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 # A fill row long enough to be cut into segments (each a task, 65536 values)
 # is written from a register in row(): segments that end off 16 bytes and
 # rows of a length off every power of two, at destination offsets a whole
