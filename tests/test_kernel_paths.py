@@ -3388,17 +3388,18 @@ def test_broadcast_copies_stream_only_long_rows(axis, row_bytes):
     assert got.tobytes() == np.ascontiguousarray(expect).tobytes()
 
 
-# Rows repeated back to back (a broadcast along H, rows of 16-1024 bytes,
-# four rows or more a run) are written a run at a time as a periodic
-# pattern, whole destination lines with aligned stores: rows of 16, 20,
-# 100, 211, 340 and 1024 bytes and of 1028 (row by row), runs of 3 (row by
-# row), 4, 5, 37 and 300 (rows of 16 and 20 bytes 300 times over are
-# batched instead), destinations off a line at every offset a whole element
-# apart, and copies of over 256 KiB that 2 threads split in the middle of
-# runs.  Against numpy, guard bytes included.
-@pytest.mark.parametrize("dtype,row_values", [("uint8", 16), ("uint8", 20), ("int16", 50), ("uint8", 211),
-                                              ("float16", 170), ("float32", 256), ("float64", 128),
-                                              ("uint32", 257)], ids=str)
+# Rows repeated back to back (a broadcast along H, rows of up to 1024
+# bytes, four rows or more a run) are written a run at a time as a periodic
+# pattern, whole destination lines with aligned stores, and are never
+# batched: rows of 3, 7, 10, 12, 15, 16, 20, 100, 211, 340 and 1024 bytes
+# and of 1028 (row by row), runs of 3 (row by row), 4, 5, 37 and 300 (runs
+# of under 64 bytes row by row too), destinations off a line at every
+# offset a whole element apart, and copies of over 256 KiB that 2 threads
+# split in the middle of runs.  Against numpy, guard bytes included.
+@pytest.mark.parametrize("dtype,row_values", [("uint8", 3), ("uint8", 7), ("float16", 5), ("float32", 3),
+                                              ("uint8", 15), ("uint8", 16), ("uint8", 20), ("int16", 50),
+                                              ("uint8", 211), ("float16", 170), ("float32", 256),
+                                              ("float64", 128), ("uint32", 257)], ids=str)
 @pytest.mark.parametrize("nc,h", [((2, 3), 3), ((3, 5), 4), ((2, 7), 5), ((3, 4), 37), ((5, 21), 300)], ids=str)
 def test_rows_repeated_along_h_as_a_pattern(dtype, row_values, nc, h, threads):
     itemsize = np.dtype(ds.numpy_dtype(dtype)).itemsize
@@ -3408,9 +3409,7 @@ def test_rows_repeated_along_h_as_a_pattern(dtype, row_values, nc, h, threads):
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
     assert plan["mode"] == "memcpy" and not plan["stream"] and plan["segment"] == row_values
-    if row_values * itemsize >= 64 or h < 300:
-        # (rows of 16 and 20 bytes 300 times over are batched instead)
-        assert plan["outer"][-1] == (h, 0, row_values * itemsize)
+    assert plan["outer"][-1] == (h, 0, row_values * itemsize) and plan["tile"] is None
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_values)
     _check_copy_at_offsets(src, src_desc, dst_desc,
                            {0, itemsize, 8, 24, 40, 56} if h < 300 else {0, itemsize, 40}, slack=128)

@@ -429,7 +429,7 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
 #endif
 
 #if DMLSTRIDE_HAVE_SIMD
-/* Rows of 16 to DMLS_REPEAT_MAX_ROW bytes repeated back to back in the
+/* Rows of up to DMLS_REPEAT_MAX_ROW bytes repeated back to back in the
    destination (the innermost outer dimension has source stride 0 and
    destination stride one row: a broadcast along H) are written a run of
    DMLS_REPEAT_MIN_ROWS rows or more at a time, as a periodic pattern: the
@@ -447,7 +447,9 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
    the row by row copy, 0.99x and 1.00x; memory-bound ones of 67 MB
    1.00-1.03x) and every one at least 1.01x PyTorch; the run written from a
    pattern of whole rows in 64-byte blocks, without aligning the stores,
-   1.32x. */
+   1.32x.  Rows under 64 bytes, which the planner batched a few to a task
+   and copied one at a time, take it too (see REPEAT_MIN_ROWS in the
+   planner for what that measured). */
 #define DMLS_REPEAT_MAX_ROW 1024
 #define DMLS_REPEAT_MIN_ROWS 4
 static inline int repeats_rows(const dmls_plan *p) {
@@ -455,24 +457,25 @@ static inline int repeats_rows(const dmls_plan *p) {
     const int64_t n = p->inner_size * p->width;
     return p->mode == DMLS_MODE_MEMCPY && p->segments == 1 && p->tile_size <= 1 && last >= 0 &&
            p->outer_src_stride[last] == 0 && p->outer_dst_stride[last] == n &&
-           p->outer_size[last] >= DMLS_REPEAT_MIN_ROWS && n >= 16 && n <= DMLS_REPEAT_MAX_ROW;
+           p->outer_size[last] >= DMLS_REPEAT_MIN_ROWS && n <= DMLS_REPEAT_MAX_ROW;
 }
 
-/* m rows of the n bytes at s (16 <= n <= DMLS_REPEAT_MAX_ROW) back to back
+/* m rows of the n bytes at s (1 <= n <= DMLS_REPEAT_MAX_ROW) back to back
    from d (the last run of a task range may be shorter than
-   DMLS_REPEAT_MIN_ROWS: those go row by row); buf: at least
+   DMLS_REPEAT_MIN_ROWS, and a run may be under 64 bytes: those go row by
+   row); buf: at least
    2 * DMLS_REPEAT_MAX_ROW + 64 bytes of scratch.  Writes d .. d + m * n
    only. */
 static void repeat_row(char *d, const char *s, int64_t n, int64_t m, char *buf) {
-    const int64_t total = n * m, rows = (n + 64 + n - 1) / n;
+    const int64_t total = n * m, rows = (n + 64 + n - 1) / n, step = 64 % n;
     int64_t off, ph, head;
-    if (m < DMLS_REPEAT_MIN_ROWS) {
+    if (m < DMLS_REPEAT_MIN_ROWS || total < 64) {
         for (off = 0; off < total; off += n) dmls_copy_short(d + off, s, n);
         return;
     }
     /* rows * n >= n + 64 bytes: a load of 64 at any phase below n */
     for (off = 0; off < rows * n; off += n) dmls_copy_short(buf + off, s, n);
-    head = dmls_line_gap(d);   /* < 64 <= 4 * 16 <= total */
+    head = dmls_line_gap(d);   /* < 64 <= total */
     if (head > 0) dmls_copy_short(d, buf, head);
     ph = head % n;
     for (off = head; off + 64 <= total; off += 64) {
@@ -484,8 +487,8 @@ static void repeat_row(char *d, const char *s, int64_t n, int64_t m, char *buf) 
         _mm_store_si128((__m128i *)(void *)(d + off + 16), b);
         _mm_store_si128((__m128i *)(void *)(d + off + 32), c);
         _mm_store_si128((__m128i *)(void *)(d + off + 48), e);
-        ph += 64;
-        while (ph >= n) ph -= n;
+        ph += step;   /* (ph + 64) % n */
+        if (ph >= n) ph -= n;
     }
     if (off < total) dmls_copy_short(d + off, buf + ph, total - off);
 }
