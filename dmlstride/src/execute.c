@@ -545,6 +545,20 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         const int ask_rows = n >= 16 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1;
         const int ask_src = p->tile_size > 1 ? p->tile_src_stride != n : ask_rows && p->outer_src_stride[last] != n;
         const int ask_dst = ask_rows && p->outer_dst_stride[last] != n;
+        /* Longer rows (up to DMLS_INLINE_ROW_BYTES) far apart in the
+           source, in a copy from memory that does not stream: each row's
+           first lines missed before the hardware prefetcher took up its
+           stream, and the copies of 8-32 MB that keep a last dimension of
+           0.5-4 KiB ran at 0.66-0.99x PyTorch in 6 of 24.  The source
+           lines of the row four tasks on are asked for into L2.  In one
+           process on the same buffers, alternating in a shuffled order (2
+           threads, 9 rounds, the old loop against itself as a control:
+           0.996x), those 24 unnamed 4-D to 6-D gathers and scatters ran
+           1.25x faster by geometric mean (0.85-1.70x; every one at least
+           1.04x PyTorch), two rows ahead 1.21x, into L1 1.05x; copies of
+           3-7 MB, from cache, 0.93-1.05x, so they ask for nothing. */
+        const int ask_far = n > DMLS_SHORT_ROW_BYTES && last >= 0 && p->outer_src_stride[last] != n &&
+                            p->outer_count >= DMLS_CACHED_TRANSPOSE_BYTES / n;
 #if DMLSTRIDE_HAVE_SIMD
         if (repeats_rows(p)) {
             /* Runs of one source row repeated back to back (a broadcast
@@ -578,45 +592,22 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             }
             return;
         }
-        if (ask_src || ask_dst) {
-            enum { AHEAD = 16 };
+        if (ask_src || ask_dst || ask_far) {
+            /* (rows of up to DMLS_SHORT_ROW_BYTES: 16 tasks on, into L1) */
+            const int64_t ahead = ask_far ? 4 : 16;
             dmls_odometer ah;
-            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
+            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < ahead ? t1 - t0 : ahead);
             for (t = t0; t < t1; t++) {
-                if (t + AHEAD < t1) {
+                if (t + ahead < t1) {
                     if (ask_src) dmls_prefetch_l1_lines(s + ah.so, n);
                     if (ask_dst) dmls_prefetch_l1_lines(d + ah.do_, n);
+                    if (ask_far) dmls_prefetch_l2_lines(s + ah.so, n);
                     odometer_step(p, &ah);
                 }
-                if (n > 64 && n % 32 == 0)
+                if (n > 64 && (n % 32 == 0 || n > DMLS_SHORT_ROW_BYTES))
                     dmls_copy_blocks(d + do_, s + so, n);
                 else
                     dmls_copy_short(d + do_, s + so, n);
-                next_outer(p, idx, &so, &do_);
-            }
-            return;
-        }
-        if (n > DMLS_SHORT_ROW_BYTES && last >= 0 && p->outer_src_stride[last] != n &&
-                p->outer_count >= DMLS_CACHED_TRANSPOSE_BYTES / n) {
-            /* Longer rows (up to DMLS_INLINE_ROW_BYTES) far apart in the
-               source, in a copy from memory that does not stream: each
-               row's first lines missed before the hardware prefetcher
-               took up its stream, and the copies of 8-32 MB that keep a
-               last dimension of 0.5-4 KiB ran at 0.66-0.99x PyTorch in
-               6 of 24.  The source lines AHEAD rows on are asked for
-               into L2.  In one process on the same buffers, alternating
-               in a shuffled order (2 threads, 9 rounds, the old loop
-               against itself as a control: 0.996x), those 24 unnamed
-               4-D to 6-D gathers and scatters ran 1.25x faster by
-               geometric mean (0.85-1.70x; every one at least 1.04x
-               PyTorch), two rows ahead 1.21x, into L1 1.05x; copies of
-               3-7 MB, from cache, 0.93-1.05x, so they ask for nothing. */
-            enum { AHEAD = 4 };
-            dmls_odometer ah;
-            odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
-            for (t = t0; t < t1; t++) {
-                if (t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, n, 0);
-                dmls_copy_blocks(d + do_, s + so, n);
                 next_outer(p, idx, &so, &do_);
             }
             return;
