@@ -29,6 +29,7 @@ cdef extern from "src/plan.h":
     int DMLS_STAGE_ELEMS
     int64_t DMLS_CACHED_TRANSPOSE_BYTES
     int64_t DMLS_TALL_TILE_BYTES
+    int DMLS_REPEAT_MIN_ROWS
 
     ctypedef struct dmls_group:
         int ndim

@@ -1066,7 +1066,7 @@ STRIDED_BATCH_MIN_TASKS = 64
 #: outer dimension has source stride 0 and destination stride one row: a
 #: broadcast along H) are not batched: the executor writes each run of them
 #: whole as a periodic pattern, whole destination lines with aligned stores
-#: (execute.c, DMLS_REPEAT_MIN_ROWS).  Batched, rows of 1-63 bytes went one
+#: (execute.c; plan.h's DMLS_REPEAT_MIN_ROWS).  Batched, rows of 1-63 bytes went one
 #: short copy a row, at most 1 KiB a task: in one process on the same
 #: buffers, alternating in a shuffled order (2 threads, 9 rounds, the old
 #: plan against itself as a control: 1.00x), 16 unnamed NCHW broadcasts

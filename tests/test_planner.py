@@ -21,6 +21,7 @@ def test_c_limits_agree_with_python():
     assert _engine.STAGE_ELEMS == _planner.STAGE_ELEMS
     assert _engine.CACHED_TRANSPOSE_BYTES == _planner.TRANSPOSE_FROM_MEMORY
     assert _engine.TALL_TILE_BYTES == _planner.TALL_TILE_MIN
+    assert _engine.REPEAT_MIN_ROWS == _planner.REPEAT_MIN_ROWS
     assert _engine.TALL_TILE_ROWS == _planner.TALL_TILE_SEGMENT
 
 

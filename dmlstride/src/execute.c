@@ -451,7 +451,6 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
    and copied one at a time, take it too (see REPEAT_MIN_ROWS in the
    planner for what that measured). */
 #define DMLS_REPEAT_MAX_ROW 1024
-#define DMLS_REPEAT_MIN_ROWS 4
 static inline int repeats_rows(const dmls_plan *p) {
     const int last = p->outer_ndim - 1;
     const int64_t n = p->inner_size * p->width;

@@ -104,6 +104,11 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t 
    micro-blocks: through a padded tile (dmls_isa.contig_ragged) when at least
    this many rows are copied in one go (the planner's RAGGED_MIN_ROWS). */
 #define DMLS_RAGGED_MIN_ROWS 256
+/* MODE_MEMCPY: a row repeated back to back at least this many times (a
+   broadcast along H) is written a run at a time as a periodic pattern
+   (execute.c, repeat_row); the planner does not batch such rows (its
+   REPEAT_MIN_ROWS). */
+#define DMLS_REPEAT_MIN_ROWS 4
 /* Staged 4-bit copies: elements per staging block (one scratch region). */
 #define DMLS_STAGE_ELEMS 65536
 
