@@ -747,6 +747,39 @@ def test_short_pixels_to_planes(dtype, channels, pitch_extra, hw, stream, level,
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op,kn,jn", [
+    ("uint8", (3, 4, 5, 47, 14), (2, 1, 0, 4, 3), "scatter", 14, 47),
+    ("int8", (5, 6, 14, 68), (1, 0, 3, 2), "gather", 14, 68),
+    ("uint8", (4, 3, 9, 61), (0, 1, 3, 2), "gather", 9, 61),
+    ("int16", (3, 4, 7, 41), (0, 1, 3, 2), "gather", 7, 41),
+    ("float16", (2, 3, 5, 53), (0, 1, 3, 2), "gather", 5, 53),
+], ids=str)
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_small_tiles_of_short_source_rows_past_the_last_micro_block(dtype, sizes, order, op, kn, jn, stream,
+                                                                     level, threads):
+    # Tiles of kn values a source row (5-15 one-byte values, 5-7 two-byte
+    # ones: fewer than a micro-block) by jn columns, one a task, of a
+    # permutation: the columns whose 16-byte reads would pass the tile's
+    # last source row, and those past the last whole micro-block, go
+    # through a buffer of 16-byte rows; destination rows under 128 bytes go
+    # out as short copies.  Every byte outside the elements stays as it
+    # was (scatter), against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    width = np.dtype(dtype).itemsize
+    with _stream_threshold(0 if stream else 1 << 62), _isa_level(level):
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "tile" and plan["stream"] == stream
+        assert plan["tile"][:2] == (kn, width) and plan["inner"][0] == jn and plan["inner"][2] == width
+        assert kn * jn * width > 512  # past the tiny tiles' own path
+        raw = _random_buffer(desc.total_tensor_size_in_bytes, jn)
+        if op == "gather":
+            assert ds.gather(raw, desc).tobytes() == _numpy_gather(raw, desc).tobytes()
+        else:
+            values = np.frombuffer(_random_buffer(math.prod(sizes) * width, kn).tobytes(), dtype).reshape(sizes)
+            _check_scatter(values, desc, bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 32, 3).tobytes()))
+
+
 @pytest.mark.parametrize("dtype,channels", [("uint8", 5), ("uint8", 9), ("uint8", 12), ("uint8", 15),
                                             ("int16", 5), ("int16", 7)])
 def test_streamed_short_pixels_to_planes_at_every_line_offset(dtype, channels, threads):
