@@ -2948,6 +2948,31 @@ def test_staged_tiles_of_every_row_length(dtype, threads):
             _check_permuted_round_trip(dtype, sizes, order, seed=a * 100 + b)
 
 
+@pytest.mark.parametrize("dtype", ["int16", "float16"])
+@pytest.mark.parametrize("jn", [8, 9, 15, 16, 17, 31, 33, 64, 65, 200])
+@pytest.mark.parametrize("gap", [0, 3])
+def test_tiles_of_four_two_byte_values_a_row(dtype, jn, gap, threads):
+    # A (2, 0, 3, 1) permutation of (3, 4, 13, jn): tiles of 4 two-byte
+    # values a source row (8 bytes) by jn rows, one a task, which take a
+    # word kernel of their own (eight rows at a time, the last eight ending
+    # at jn); the source rows back to back or 3 values apart.  Gather
+    # against numpy; a scatter leaves every byte outside the elements as it
+    # was.
+    rng = np.random.default_rng(jn * 10 + gap)
+    sizes = (3, 4, 13, jn)
+    row = 4 + gap                          # memory order H, N, W, C
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [row * jn, 1, row * jn * 3, row])
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["mode"] == "tile" and plan["tile"][:2] == (4, 2)
+    assert plan["inner"] == (jn, 2 * row, 2) and plan["segment"] == jn
+    buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    got = ds.gather(buf, desc)
+    assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+    values = np.frombuffer(rng.integers(0, 256, got.nbytes, dtype=np.uint8).tobytes(), dtype).reshape(sizes)
+    _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
+                                                        dtype=np.uint8).tobytes()))
+
+
 def test_staged_tiles_with_source_rows_apart():
     # Source rows of a tile with a gap after each (the row's values are
     # contiguous, the rows are not): staged as well, and a tile whose values

@@ -263,12 +263,17 @@ static inline int tiny_tiles(const dmls_plan *p) {
    before), of int16 and uint32 even (1.02-1.09x); tiles of 2- and 4-byte
    values past tiny_tiles, which took the SIMD tile, 1.13-2.26x (9
    cases, 0.16-0.54 -> 0.33-0.75).  Larger uint8 tiles keep the SIMD tile
-   and its pairs of micro-blocks (0.87-1.36x staged). */
+   and its pairs of micro-blocks (0.87-1.36x staged).  Tiles of four
+   two-byte values a source row and eight or more rows take dmls_tiny_tile
+   too, whatever their length: its word kernel (dmls_tiny_words4). */
 typedef char dmls_tiny_stage_fits[DMLS_TINY_STAGE <= DMLS_SCRATCH_REGION ? 1 : -1];
 static inline int staged_tiles(const dmls_plan *p) {
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 ||
-            p->tile_src_stride != p->width || p->inner_dst_stride != p->width ||
-            !dmls_tiny_tile_fits(p->width, p->tile_size, p->inner_size))
+            p->tile_src_stride != p->width || p->inner_dst_stride != p->width)
+        return 0;
+    if (dmls_tiny_words4(p->width, p->tile_size, p->inner_size))
+        return 1;
+    if (!dmls_tiny_tile_fits(p->width, p->tile_size, p->inner_size))
         return 0;
     return p->width > 1 || tiny_tiles(p);
 }

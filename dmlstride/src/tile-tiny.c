@@ -35,10 +35,67 @@ DMLS_TINY_TILE(tiny4, 4, dmls_micro4)
 DMLS_TINY_TILE(tiny8, 8, dmls_micro8)
 #undef DMLS_TINY_TILE
 #undef P
+
+/* Four two-byte values a source row (dmls_tiny_words4): eight rows at a
+   time, a 4-way deinterleave of words in 12 unpacks, each of the four
+   results a 16-byte store into its destination row; the last eight rows
+   end at jn (overlapping the ones before, whose values they write again:
+   source and destination never overlap).  Through the stages, such a tile
+   transposed 8 x 8 micro-blocks of which half the rows were padding, and
+   tiles of 33-64 rows went element by element.  In one process on the
+   same buffers, alternating in a shuffled order (2 threads, 9 rounds, the
+   old code against itself as a control: 0.85-1.13x), 14 gathers and
+   scatters of unnamed 4-D to 6-D int16 and float16 permutations of 2-30 MB
+   with such tiles ran 1.55-4.64x faster (2.45x by geometric mean), and a
+   (60, 53, 4, 49, 11) float16 gather in order (3, 1, 0, 4, 2), 4 x 11
+   tiles, went from 0.7x PyTorch's copy_ to 1.8x. */
+static void tiny2_k4(const char *s, int64_t iss, char *d, int64_t kds, int64_t jn) {
+    int64_t j = 0;
+    for (;;) {
+        const char *r;
+        __m128i x0, x1, x2, x3, t0, t1, t2, t3, u0, u1, u2, u3;
+        char *o;
+        if (j + 8 > jn) j = jn - 8;
+        r = s + j * iss;
+        if (iss == 8) {
+            x0 = _mm_loadu_si128((const __m128i *)(const void *)r);
+            x1 = _mm_loadu_si128((const __m128i *)(const void *)(r + 16));
+            x2 = _mm_loadu_si128((const __m128i *)(const void *)(r + 32));
+            x3 = _mm_loadu_si128((const __m128i *)(const void *)(r + 48));
+        } else {
+#define DMLS_ROW8(i) _mm_loadl_epi64((const __m128i *)(const void *)(r + (i) * iss))
+            x0 = _mm_unpacklo_epi64(DMLS_ROW8(0), DMLS_ROW8(1));
+            x1 = _mm_unpacklo_epi64(DMLS_ROW8(2), DMLS_ROW8(3));
+            x2 = _mm_unpacklo_epi64(DMLS_ROW8(4), DMLS_ROW8(5));
+            x3 = _mm_unpacklo_epi64(DMLS_ROW8(6), DMLS_ROW8(7));
+#undef DMLS_ROW8
+        }
+        /* x0: values 0-3 of rows 0 and 1; t0: value 0 and 1 of rows 0 and 2, ... */
+        t0 = _mm_unpacklo_epi16(x0, x1);
+        t1 = _mm_unpackhi_epi16(x0, x1);
+        t2 = _mm_unpacklo_epi16(x2, x3);
+        t3 = _mm_unpackhi_epi16(x2, x3);
+        u0 = _mm_unpacklo_epi16(t0, t1);   /* value 0 of rows 0-3, value 1 of rows 0-3 */
+        u1 = _mm_unpackhi_epi16(t0, t1);   /* values 2 and 3 */
+        u2 = _mm_unpacklo_epi16(t2, t3);   /* the same of rows 4-7 */
+        u3 = _mm_unpackhi_epi16(t2, t3);
+        o = d + j * 2;
+        _mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi64(u0, u2));
+        _mm_storeu_si128((__m128i *)(void *)(o + kds), _mm_unpackhi_epi64(u0, u2));
+        _mm_storeu_si128((__m128i *)(void *)(o + 2 * kds), _mm_unpacklo_epi64(u1, u3));
+        _mm_storeu_si128((__m128i *)(void *)(o + 3 * kds), _mm_unpackhi_epi64(u1, u3));
+        j += 8;
+        if (j >= jn) return;
+    }
+}
 #endif
 
 void dmls_tiny_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {
 #if DMLSTRIDE_HAVE_SIMD
+    if (dmls_tiny_words4(w, kn, jn)) {
+        tiny2_k4(s, iss, d, kds, jn);
+        return;
+    }
     switch (w) {
     case 1: tiny1(s, iss, d, kds, kn, jn, stage); return;
     case 2: tiny2(s, iss, d, kds, kn, jn, stage); return;

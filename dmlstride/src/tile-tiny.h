@@ -2,7 +2,8 @@
    short dimensions (the last two of a 5-D tensor, 28 x 18 uint8 values a
    task in tens of thousands of tasks) moves each tile as whole rows into a
    padded stage, transposes the stage in register micro-blocks, and moves
-   the stage's rows out whole. */
+   the stage's rows out whole.  Tiles of four two-byte values a source row
+   take a word kernel of their own, without the stages. */
 #ifndef DMLS_TILE_TINY_H
 #define DMLS_TILE_TINY_H
 
@@ -23,7 +24,14 @@ static inline int dmls_tiny_tile_fits(int64_t w, int64_t kn, int64_t jn) {
            kn * w >= 8 && jn * w >= 8 && kn * w <= DMLS_TINY_ROW && jn * w <= DMLS_TINY_ROW;
 }
 
-/* A kn x jn transpose of w-byte values (dmls_tiny_tile_fits): value
+/* Whether a kn x jn tile of w-byte values takes dmls_tiny_tile's word
+   kernel instead of the stages: four two-byte values a source row (8
+   bytes), at least eight rows, however many (no stage row bounds them). */
+static inline int dmls_tiny_words4(int64_t w, int64_t kn, int64_t jn) {
+    return DMLSTRIDE_HAVE_SIMD && dmls_isa.level >= DMLS_ISA_SSE2 && w == 2 && kn == 4 && jn >= 8;
+}
+
+/* A kn x jn transpose of w-byte values (dmls_tiny_tile_fits or dmls_tiny_words4): value
    (k, j) from s + j * iss + k * w to d + k * kds + j * w.  Reads stay
    within source rows j < jn of kn values, writes within destination rows
    k < kn of jn values.  stage: DMLS_TINY_STAGE bytes, which it does not

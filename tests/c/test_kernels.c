@@ -214,9 +214,11 @@ static void test_run_tile(void) {
 
 /* ---- batches of tiny tiles through the task runner (a permutation that swaps
    two short dimensions): element by element unless mostly micro-blocks,
-   tasks run in two ranges ---- */
+   tasks run in two ranges; four values a row (two-byte ones: the word
+   kernel, its last eight rows ending at the tile's) ---- */
 static void test_tiny_tiles(void) {
-    static const int64_t shapes[][2] = {{5, 13}, {7, 15}, {33, 9}, {16, 8}, {3, 5}, {9, 5}, {64, 2}};
+    static const int64_t shapes[][2] = {{5, 13}, {7, 15}, {33, 9}, {16, 8}, {3, 5}, {9, 5}, {64, 2},
+                                        {4, 8}, {4, 11}, {4, 70}};
     const int64_t B = 37;
     int wi, si;
     char *scratch = dmls_scratch();
