@@ -983,7 +983,7 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
    the same buffers, alternating in a shuffled order (2 threads, 9
    rounds), 16 unnamed 4-D to 6-D permutations of 1-64 MB with such
    tiles ran 1.07x faster by geometric mean (0.93-2.15x, four 1.59-2.15x;
-   the 47 x 14 scatter 2.3-2.4x, from 0.73x PyTorch's copy_ to 1.6x) and
+   the 47 x 14 scatter 2.3-2.4x, from 0.73x PyTorch's copy_ to 2.4x) and
    24 NHWC to NCHW gathers and scatters of 5-15 one-byte or 5-7 two-byte
    channels 1.00x (0.89-1.21x; an A/A control of the same code read
    0.95-1.04x).  Element by element, 12
