@@ -1062,7 +1062,7 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
         for (j = nin; j < nj; j += N) {
             const int64_t m = nj - j < N ? nj - j : N;
             int64_t r;
-            for (r = 0; r < m; r++) memcpy(stage + r * 16, s + (j0 + j + r) * sj, (size_t)(kn * W));
+            for (r = 0; r < m; r++) dmls_copy_short(stage + r * 16, s + (j0 + j + r) * sj, kn * W);
             simd_micro(W, stage, 16, tile + j * W, TJ * W);
         }
         if (jn * W < DMLS_SHORT_OUT_BYTES) {
