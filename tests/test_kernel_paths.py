@@ -3606,3 +3606,39 @@ def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
                     hit.add(plan["tile"][0] % n)
                 _check_permuted_round_trip(dtype, sizes, order, seed=k * j)
     assert len(hit) == n
+
+
+@pytest.mark.parametrize("dtype,kn,jn", [(dt, kn, jn) for dt in ("uint8", "int16", "uint32")
+                                          for kn, jn in ((2, 11), (3, 13), (6, 28), (7, 24), (5, 8), (5, 9))
+                                          if np.dtype(dt).itemsize * kn * jn <= (320 if dt == "uint32" else 1024)])
+@pytest.mark.parametrize("gap", [0, 3])
+@pytest.mark.parametrize("groups", [4, 9, 150])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
+    # Tiles of kn x jn values whose destination rows go on in the next
+    # task's (the innermost outer dimension, groups long, steps the
+    # destination by one row of jn values) while their sources lie apart:
+    # runs of such tasks are copied tile after tile into a buffer and
+    # transposed as one tile.  Runs are cut at the buffer's size (150
+    # groups of rows take several runs), at a task chunk's end (2 threads)
+    # and where the outer dimensions carry.  Source rows of kn values back
+    # to back or 3 values apart.  Gather against numpy; a scatter leaves
+    # every byte outside the elements as it was.
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(kn * 1000 + jn * 10 + gap + groups)
+    # 150 groups: enough outer tiles for the copy to be cut for 2 threads
+    outer = 3 if groups < 150 else (1 << 18) // (kn * groups * jn * w) + 1
+    iss = kn + gap                                   # source row stride, elements
+    sg = jn * iss + 5                                # tiles apart, so that no dimension merges
+    sizes = (outer, kn, groups, jn)                  # destination order: packed
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [groups * sg, 1, sg, iss])
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["mode"] == "tile" and plan["tile"][0] == kn and plan["inner"][:2] == (jn, iss * w)
+    assert plan["outer"][-1] == (groups, sg * w, jn * w)
+    with _isa_level(level):
+        buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+        got = ds.gather(buf, desc)
+        assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+        values = np.frombuffer(rng.integers(0, 256, got.nbytes, dtype=np.uint8).tobytes(), dtype).reshape(sizes)
+        _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
+                                                            dtype=np.uint8).tobytes()))

@@ -278,6 +278,39 @@ static inline int staged_tiles(const dmls_plan *p) {
     return p->width > 1 || tiny_tiles(p);
 }
 
+/* Runs of tiny tiles joined into one.  A tile whose destination rows go
+   on in the next task's (the innermost outer dimension steps the
+   destination by the tile's row, jn values) while its source rows lie
+   elsewhere (a 6-D permutation: 2 x 11 uint32 values a task, 88 bytes,
+   in 59400 tasks) is a few short copies and a transpose of a few values
+   per task.  Up to DMLS_JOIN_BYTES of source rows of such a run of tasks
+   are copied, tile after tile, into a buffer, each tile's rows
+   inner_src_stride apart as they are in the source; the buffer is then
+   one tile of the run's jn values per row, which the tile path transposes
+   with its kernels for long tiles, writing each destination row once
+   over the whole run.  Tiles of at most DMLS_JOIN_TILE_BYTES only: larger
+   ones amortise their own overheads. */
+#define DMLS_JOIN_BYTES 8192
+#define DMLS_JOIN_TILE_BYTES 1024
+#define DMLS_JOIN_WIDE_TILE_BYTES 320
+typedef char dmls_join_fits[DMLS_JOIN_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
+/* The most tasks a run joins (0: the plan's tiles are not joined). */
+static inline int64_t joined_tiles(const dmls_plan *p) {
+    const int last = p->outer_ndim - 1;
+    const int64_t w = p->width, kn = p->tile_size, jn = p->inner_size, iss = p->inner_src_stride;
+    int64_t m;
+    if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
+            p->stream || last < 0 || p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
+            w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || iss > DMLS_JOIN_BYTES ||
+            kn * jn * w > DMLS_JOIN_TILE_BYTES ||
+            p->outer_dst_stride[last] != jn * w || p->outer_size[last] < 4 ||
+            (w == 4 && kn * jn * w > DMLS_JOIN_WIDE_TILE_BYTES))
+        return 0;
+    if (jn > DMLS_JOIN_BYTES / iss) return 0;
+    m = DMLS_JOIN_BYTES / (jn * iss);
+    return m >= 4 ? m : 0;
+}
+
 /* The longest rows that take that inline copy.  Up to 64 bytes first;
    the attention-head permutation (4, 512, 16, 64) float16 in order
    (0, 2, 1, 3), 128-byte rows, then ran at 0.9x PyTorch.  In one process,
@@ -675,6 +708,41 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         return;
     }
 #endif
+    if (joined_tiles(p) > 0) {
+        /* Runs of tiles joined (joined_tiles): each run's tiles copied into
+           the buffer, then transposed as one tile of m * jn rows. */
+        const int64_t mmax = joined_tiles(p), jn = p->inner_size, iss = p->inner_src_stride;
+        const int64_t span = (jn - 1) * iss + p->tile_size * p->width, slot = jn * iss;
+        const int64_t sstep = p->outer_src_stride[p->outer_ndim - 1];
+        char *join = dmls_scratch();
+        dmls_plan q = *p;
+        int64_t nidx[DMLS_MAX_DIMS], nso, ndo, m, nm, g;
+        if (join != NULL) {
+            join += DMLS_SCRATCH_JOIN;
+            for (t = t0; t < t1; t += m) {
+                m = run_left(p, idx, t1 - t);
+                if (m > mmax) m = mmax;
+                /* the next run's tiles, asked for as this run's are copied */
+                memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
+                nso = so;
+                ndo = do_;
+                next_run(p, nidx, &nso, &ndo, m);
+                nm = t + m < t1 ? run_left(p, nidx, t1 - t - m) : 0;
+                if (nm > mmax) nm = mmax;
+                for (g = 0; g < m; g++) {
+                    if (g < nm) dmls_prefetch_l1_lines(s + nso + g * sstep, span);
+                    dmls_copy_short(join + g * slot, s + so + g * sstep, span);
+                }
+                q.inner_size = m * jn;
+                q.outer_count = p->outer_count / m > 0 ? p->outer_count / m : 1;
+                row(&q, join, d, 0, do_, 0, m * jn, NULL, NULL, scratch);
+                memcpy(idx, nidx, (size_t)p->outer_ndim * sizeof *idx);
+                so = nso;
+                do_ = ndo;
+            }
+            return;
+        }
+    }
     if (staged_tiles(p)) {
         /* Each task's source is one short span, as below: the span of the
            task AHEAD on is asked for into L1 first. */

@@ -4,8 +4,9 @@
    small stack must not overflow): each thread gets one arena from the heap
    on first use, freed when the thread exits.  The arena is cut into regions
    so that nested users do not overlap: the two 4-bit stages, the
-   kernels' own tiles and tables (at most DMLS_SCRATCH_REGION bytes), and
-   the L2 buffers of a staged block transpose. */
+   kernels' own tiles and tables (at most DMLS_SCRATCH_REGION bytes), the
+   L2 buffers of a staged block transpose, and the joined source rows of a
+   run of tiny tiles. */
 #ifndef DMLS_SCRATCH_H
 #define DMLS_SCRATCH_H
 
@@ -20,7 +21,9 @@
 #define DMLS_SCRATCH_BLOCK_BYTES (5 * DMLS_SCRATCH_REGION)   /* DMLS_BLOCK_L2_BYTES */
 #define DMLS_SCRATCH_BLOCK_SRC (3 * DMLS_SCRATCH_REGION)
 #define DMLS_SCRATCH_BLOCK_DST (DMLS_SCRATCH_BLOCK_SRC + DMLS_SCRATCH_BLOCK_BYTES)
-#define DMLS_SCRATCH_BYTES (DMLS_SCRATCH_BLOCK_DST + DMLS_SCRATCH_BLOCK_BYTES)
+/* The source rows of a run of tiny tiles joined into one (execute.c). */
+#define DMLS_SCRATCH_JOIN (DMLS_SCRATCH_BLOCK_DST + DMLS_SCRATCH_BLOCK_BYTES)
+#define DMLS_SCRATCH_BYTES (DMLS_SCRATCH_JOIN + DMLS_SCRATCH_REGION)
 
 /* This thread's arena (DMLS_SCRATCH_BYTES, 64-byte aligned), allocated on
    first use; NULL when memory runs out. */
