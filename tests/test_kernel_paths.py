@@ -98,6 +98,18 @@ def _check_scatter(values, desc, out, offset=0, **options):
     assert bytes(out) == expect.tobytes()
 
 
+def _check_gather_and_scatter(desc, rng):
+    # A gather of random bytes against numpy's strided view, and a scatter of
+    # random values into random bytes with 16 guard bytes after them
+    # (_check_scatter).
+    buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    got = ds.gather(buf, desc)
+    assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
+    values = np.frombuffer(rng.integers(0, 256, got.nbytes, dtype=np.uint8).tobytes(), got.dtype).reshape(got.shape)
+    _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
+                                                        dtype=np.uint8).tobytes()))
+
+
 def _check_copy_tensor(buf, src_desc, dst_desc, seed):
     # copy_tensor into a random destination buffer of exactly its size,
     # against numpy's assignment through a strided view of a copy of it.
@@ -2965,12 +2977,7 @@ def test_tiles_of_four_two_byte_values_a_row(dtype, jn, gap, threads):
     plan = transfer._plan(desc, "gather").describe()
     assert plan["mode"] == "tile" and plan["tile"][:2] == (4, 2)
     assert plan["inner"] == (jn, 2 * row, 2) and plan["segment"] == jn
-    buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
-    got = ds.gather(buf, desc)
-    assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
-    values = np.frombuffer(rng.integers(0, 256, got.nbytes, dtype=np.uint8).tobytes(), dtype).reshape(sizes)
-    _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
-                                                        dtype=np.uint8).tobytes()))
+    _check_gather_and_scatter(desc, rng)
 
 
 def test_staged_tiles_with_source_rows_apart():
@@ -3636,9 +3643,4 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
     assert plan["mode"] == "tile" and plan["tile"][0] == kn and plan["inner"][:2] == (jn, iss * w)
     assert plan["outer"][-1] == (groups, sg * w, jn * w)
     with _isa_level(level):
-        buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
-        got = ds.gather(buf, desc)
-        assert got.tobytes() == _numpy_gather(buf, desc).tobytes()
-        values = np.frombuffer(rng.integers(0, 256, got.nbytes, dtype=np.uint8).tobytes(), dtype).reshape(sizes)
-        _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
-                                                            dtype=np.uint8).tobytes()))
+        _check_gather_and_scatter(desc, rng)
