@@ -197,6 +197,20 @@ BLOCK_TALL_TILE_MAX_TOTAL = 10 << 20
 #: (geometric mean of 14 gathers and scatters: 14.8 MB float16 40-channel
 #: NCHW to NHWC 0.60 -> 0.81, 3333 x 2222 uint16 0.47 -> 0.58; none slower).
 TRANSPOSE_STREAM_EIGHTHS = 3
+#: Tile plans of one- and two-byte values whose source rows lie at least
+#: TILE_STREAM_NARROW_MIN_ROW bytes apart stream from this many eighths
+#: instead (8 MiB), where the engine stops treating such transposes as in
+#: cache (16 MiB for wider values): between 8 and 12 MiB they read the
+#: source as if from memory and wrote with ordinary stores.  In one process,
+#: alternating with the 12 MiB bound (2 threads, 7 rounds, an A/A control
+#: beside it: 0.80-1.24x), 38 unnamed NHWC/NCHW conversions and 3-D to 5-D
+#: permutations of 8-12 MiB so planned ran faster, 1.25x and 1.36x by
+#: geometric mean in two sets (0.76-2.05x; an int16 scatter into pixels of 13
+#: channels 0.76x).  Pixels closer together (NHWC to NCHW gathers of 12-22
+#: channels) measured 0.61-1.16x, 0.9x by geometric mean, and block plans
+#: 0.54-1.64x, 1.08x: those keep the 12 MiB bound.
+TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
+TILE_STREAM_NARROW_MIN_ROW = 40
 
 
 #: Contiguous copies stream also when the bytes they read and write
@@ -223,6 +237,14 @@ BROADCAST_PLAIN_ROW_BYTES = 4096
 def transpose_stream_min() -> int:
     """Transposes of at least this many bytes use streaming stores."""
     return stream_min_total * TRANSPOSE_STREAM_EIGHTHS // 8
+
+
+def tile_stream_min(width: int, row_stride: int) -> int:
+    """Tile plans of values of width bytes whose source rows lie row_stride
+    bytes apart use streaming stores from this many bytes."""
+    if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
+        return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
+    return transpose_stream_min()
 
 
 def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
@@ -930,7 +952,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     plan.stream = (mode in ("memcpy", "fill") and copy_streams(mode, outer + [plan.inner], plan.dst_bytes)
-                   or mode == "tile" and plan.dst_bytes >= transpose_stream_min()
+                   or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
                    or mode == "interleave" and interleave_streams(plan))
     plan.l2 = 2 if tile_through_l2(plan) else 0
     split_tasks(plan)

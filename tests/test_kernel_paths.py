@@ -86,6 +86,22 @@ def _stream_threshold(nbytes):
         _engine._set_stream_min_total(old)
 
 
+@pytest.fixture
+def narrow_tiles_stream_from_12_mib():
+    # Tile plans of one- and two-byte values whose source rows lie 40 bytes
+    # or more apart stream from 8 MiB; the tests of such copies between 8 and
+    # 12 MiB that do not stream (the paths that copies of closer rows, and
+    # ones under a raised threshold, still take) pin them with the 12 MiB
+    # bound of wider values, cached plans dropped on the way in and out.
+    old = _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW
+    _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW = _planner.TRANSPOSE_STREAM_EIGHTHS
+    try:
+        with _stream_threshold(_planner.stream_min_total):
+            yield
+    finally:
+        _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW = old
+
+
 def _check_scatter(values, desc, out, offset=0, **options):
     # Scatter values into out (random bytes, any writable buffer), against
     # numpy's assignment through a strided view of a copy of it: every byte
@@ -198,7 +214,7 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
                                        ("float64", 1040, 1031)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads):
+def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads, narrow_tiles_stream_from_12_mib):
     # 2-D transposes just under and over 8 MiB: under it the tile reads one-
     # and two-byte source rows (off a line boundary) in place, over it through
     # the staged tile, as a copy that comes from memory, in segments of
@@ -260,7 +276,7 @@ def test_short_pixels_into_planes_a_multiple_of_2_kib_take_tall_tiles(dtype, siz
                                          ("uint8", (8, 130, 64, 128)), ("int16", (8, 160, 64, 64)),
                                          ("float16", (2, 150, 128, 128))], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads):
+def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads, narrow_tiles_stream_from_12_mib):
     # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes a
     # multiple of 1 KiB long into pixels of up to 1 KiB: tiles four source
     # lines deep, pixels in one segment or several (130-160 channels), 40 or
@@ -301,7 +317,7 @@ def test_one_byte_pixels_in_bands_every_band_in_its_rows(sizes, level, stream, t
                                          ("int16", (8, 25, 196, 160)), ("uint8", (5253, 20, 5, 19)),
                                          ("int16", (2, 64, 211, 193)), ("uint8", (3, 33, 301, 347))], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, threads):
+def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, threads, narrow_tiles_stream_from_12_mib):
     # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes off
     # 1 KiB multiples into pixels of up to 64 channels back to back: tiles
     # four source lines deep (all channels in one tile), ragged channel
@@ -975,7 +991,7 @@ def test_one_byte_transposes_into_rows_an_odd_multiple_of_1_kib_apart(level, dty
     ("uint8", "gather", (3001, 2048)),      # source rows off lines: 64 bytes of k a tile, 57 past the last
     ("int16", "scatter", (2048, 1500)),     # source rows 3000 bytes apart, 28 values of k past the last tile
 ], ids=str)
-def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads):
+def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads, narrow_tiles_stream_from_12_mib):
     # One- and two-byte transposes of 4 MiB or more into destination rows a
     # multiple of 2 KiB apart take tiles of 256 source rows, in segments of
     # as many values where the tasks allow, 128 bytes of k a tile (64 where
@@ -3644,3 +3660,23 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
     assert plan["outer"][-1] == (groups, sg * w, jn * w)
     with _isa_level(level):
         _check_gather_and_scatter(desc, rng)
+
+
+@pytest.mark.parametrize("dtype,sizes,layout", [
+    ("uint8", (3001, 3011), "WH"),              # 2-D, source rows 3001 bytes apart
+    ("int16", (2, 64, 211, 193), "NHWC"),       # planes off 1 KiB multiples, 64 channels
+    ("float16", (3, 55, 72, 437), "NHWC"),      # 55 channels: a ragged column
+    ("uint8", (2, 40, 592, 257), "NHWC"),       # pixels of 40 bytes
+], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_narrow_tiles_of_8_to_12_mib_stream(dtype, sizes, layout, level, threads):
+    # One- and two-byte tile plans of 8-12 MiB whose source rows lie 40 bytes
+    # or more apart stream (at the default threshold): gather and scatter
+    # against numpy, a scatter's guard bytes left as they were.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
+    assert (8 << 20) <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
+    for op in ("gather", "scatter"):
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "tile" and plan["stream"], op
+    with _isa_level(level):
+        _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))

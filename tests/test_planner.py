@@ -348,11 +348,14 @@ def test_other_transposes_keep_short_segments(rows, cols, bits, why):
 
 @pytest.mark.parametrize("rows,cols,bits", [(2048, 2048, 16), (4096, 2048, 8), (1024, 4096, 8), (3000, 2048, 8),
                                             (2560, 2048, 16), (5000, 1024, 16)])
-def test_tall_tiles_take_long_segments(rows, cols, bits):
+def test_tall_tiles_take_long_segments(rows, cols, bits, monkeypatch):
     # One- and two-byte transposes of TALL_TILE_MIN bytes or more that do not
     # stream, into destination rows a multiple of 2 KiB apart (cols values
     # per row here), copy TALL_TILE_SEGMENT values per segment, with k cut
-    # into equal pieces for the tasks, and cover the rows exactly.
+    # into equal pieces for the tasks, and cover the rows exactly.  (Such
+    # tiles stream from 8 MiB: the 12 MiB bound of wider values keeps the
+    # larger ones here from streaming.)
+    monkeypatch.setattr(_planner, "TRANSPOSE_STREAM_EIGHTHS_NARROW", _planner.TRANSPOSE_STREAM_EIGHTHS)
     plan = _transpose_2d(rows, cols, bits)
     assert rows * cols * bits // 8 >= _planner.TALL_TILE_MIN
     assert plan.mode == "tile" and not plan.stream and not plan.l2 and plan.tile[2] % 2048 == 0
@@ -435,3 +438,41 @@ def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
     assert lines() == 1
     monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MAX_TOTAL", total + 1)
     assert lines() == 4
+
+
+@pytest.mark.parametrize("rows,cols,bits,streams", [
+    (3001, 3011, 8, True),      # 9.0 MB of bytes, source rows 3001 bytes apart
+    (2203, 2017, 16, True),     # 8.9 MB of int16
+    (2897, 2895, 8, False),     # just under 8 MiB: in cache
+    (1452, 1853, 32, False),    # 10.8 MB of four-byte values: those stream from 12 MiB
+    (2501, 2511, 16, True),     # 12.6 MB: past 12 MiB, as before
+])
+def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
+    # Tile plans of one- and two-byte values whose source rows lie 40 bytes
+    # or more apart stream from 8 MiB (TRANSPOSE_STREAM_EIGHTHS_NARROW of the
+    # streaming threshold), wider values from 12 MiB.
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile" and abs(plan.inner[1]) >= _planner.TILE_STREAM_NARROW_MIN_ROW
+    assert plan.stream == streams
+    assert _planner.tile_stream_min(bits // 8, abs(plan.inner[1])) == (
+        8 << 20 if bits <= 16 else _planner.transpose_stream_min())
+
+
+@pytest.mark.parametrize("dtype,sizes,op,streams", [
+    ("uint8", (3, 21, 403, 340), "gather", False),    # pixels of 21 bytes: rows 21 bytes apart
+    ("int16", (1, 18, 467, 555), "gather", False),    # pixels of 36 bytes
+    ("uint8", (2, 40, 592, 257), "gather", True),     # pixels of 40 bytes
+    ("float16", (3, 55, 72, 437), "scatter", True),   # planes into pixels: rows a plane apart
+    ("float32", (3, 30, 217, 116), "gather", False),  # 9.1 MB of four-byte values
+])
+def test_nhwc_conversions_of_8_to_12_mib_stream_by_row_distance(dtype, sizes, op, streams):
+    # NHWC conversions of 8-12 MiB: one- and two-byte tile plans stream when
+    # their source rows lie at least TILE_STREAM_NARROW_MIN_ROW bytes apart.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    nbytes = desc.total_tensor_size_in_bytes
+    assert (8 << 20) <= nbytes < _planner.transpose_stream_min()
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    src, dst = (desc, packed) if op == "gather" else (packed, desc)
+    plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides,
+                              np.dtype(dtype).itemsize * 8).main
+    assert plan.mode == "tile" and plan.stream == streams
