@@ -3680,3 +3680,25 @@ def test_narrow_tiles_of_8_to_12_mib_stream(dtype, sizes, layout, level, threads
         assert plan["mode"] == "tile" and plan["stream"], op
     with _isa_level(level):
         _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
+@pytest.mark.parametrize("dtype,sizes,layout,op", [
+    ("uint8", (24, 52, 43, 49), (2, 1, 3, 0), "gather"),      # 24 x 49 tiles, 1176 bytes
+    ("int8", (53, 65, 39, 51), (3, 1, 0, 2), "scatter"),      # 51 x 39, 1989 bytes
+    ("uint8", (59, 41, 37, 85), (1, 3, 0, 2), "scatter"),     # 85 x 37, 3145 bytes
+    ("float16", (71, 14, 73, 38), (2, 0, 3, 1), "gather"),    # 14 x 38 two-byte values, 1064 bytes
+], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_runs_of_tiles_of_1_to_4_kib_joined(dtype, sizes, layout, op, level, threads):
+    # Tiles of 1-4 KiB of one- and two-byte values whose destination rows go
+    # on in the next task's are joined too, fewer of them a run (the buffer
+    # holds 16 KiB of source rows): the plan has that shape; gather and
+    # scatter against numpy, a scatter's guard bytes left as they were.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, layout)
+    w = np.dtype(dtype).itemsize
+    plan = transfer._plan(desc, op).describe()
+    kn, jn = plan["tile"][0], plan["inner"][0]
+    assert plan["mode"] == "tile" and not plan["stream"] and 1024 < kn * jn * w <= 4096
+    assert plan["outer"][-1][2] == jn * w and plan["outer"][-1][0] >= 4
+    with _isa_level(level):
+        _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))

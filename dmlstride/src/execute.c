@@ -288,10 +288,20 @@ static inline int staged_tiles(const dmls_plan *p) {
    inner_src_stride apart as they are in the source; the buffer is then
    one tile of the run's jn values per row, which the tile path transposes
    with its kernels for long tiles, writing each destination row once
-   over the whole run.  Tiles of at most DMLS_JOIN_TILE_BYTES only: larger
-   ones amortise their own overheads. */
-#define DMLS_JOIN_BYTES 8192
-#define DMLS_JOIN_TILE_BYTES 1024
+   over the whole run.  Tiles of at most DMLS_JOIN_TILE_BYTES only (320
+   bytes of four-byte values): larger ones amortise their own overheads.
+   In one process on the same buffers, alternating with the tiles one a
+   task (2 threads, 7 rounds, an A/A control beside it), through a buffer
+   of 8 KiB: 17 unnamed 4-D to 6-D gathers and scatters of 2-20 MB with
+   tiles of up to 1 KiB ran 1.06-4.13x faster (2.1x by geometric mean), the
+   88-byte tiles above 3.6-5.4x; 8-byte values, tiles of four two-byte
+   values a row (dmls_tiny_words4), larger four-byte tiles and runs of
+   three tasks 0.64-1.05x, and are not joined.  Through 16 KiB, tiles of
+   1.1-4 KiB of one- and two-byte values ran 1.24x faster (0.90-2.05x, 10
+   gathers and scatters of 2-20 MB), and those of up to 1 KiB as fast as
+   through 8 KiB (1.01x over 26). */
+#define DMLS_JOIN_BYTES 16384
+#define DMLS_JOIN_TILE_BYTES 4096
 #define DMLS_JOIN_WIDE_TILE_BYTES 320
 typedef char dmls_join_fits[DMLS_JOIN_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The most tasks a run joins (0: the plan's tiles are not joined). */
