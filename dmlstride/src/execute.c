@@ -311,8 +311,7 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
     int64_t m;
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
             p->stream || last < 0 || p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
-            w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || iss > DMLS_JOIN_BYTES ||
-            kn * jn * w > DMLS_JOIN_TILE_BYTES ||
+            w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || kn * jn * w > DMLS_JOIN_TILE_BYTES ||
             p->outer_dst_stride[last] != jn * w || p->outer_size[last] < 4 ||
             (w == 4 && kn * jn * w > DMLS_JOIN_WIDE_TILE_BYTES))
         return 0;
@@ -543,7 +542,7 @@ typedef char dmls_repeat_fits[2 * DMLS_REPEAT_MAX_ROW + 64 <= DMLS_SCRATCH_REGIO
 #endif
 
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
-    int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift;
+    int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift, mjoin;
     dmls_task_ask ask;
     if (t0 >= t1) return;
     if (p->mode == DMLS_MODE_TILE && p->tile_pieces > 1) {
@@ -718,37 +717,41 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         return;
     }
 #endif
-    if (joined_tiles(p) > 0) {
+    mjoin = joined_tiles(p);
+    if (mjoin > 0) {
         /* Runs of tiles joined (joined_tiles): each run's tiles copied into
            the buffer, then transposed as one tile of m * jn rows. */
-        const int64_t mmax = joined_tiles(p), jn = p->inner_size, iss = p->inner_src_stride;
+        const int64_t jn = p->inner_size, iss = p->inner_src_stride;
         const int64_t span = (jn - 1) * iss + p->tile_size * p->width, slot = jn * iss;
         const int64_t sstep = p->outer_src_stride[p->outer_ndim - 1];
         char *join = dmls_scratch();
         dmls_plan q = *p;
-        int64_t nidx[DMLS_MAX_DIMS], nso, ndo, m, nm, g;
+        dmls_odometer nx;   /* the next run's first task */
+        int64_t m, nm, g;
         if (join != NULL) {
             join += DMLS_SCRATCH_JOIN;
             for (t = t0; t < t1; t += m) {
                 m = run_left(p, idx, t1 - t);
-                if (m > mmax) m = mmax;
+                if (m > mjoin) m = mjoin;
                 /* the next run's tiles, asked for as this run's are copied */
-                memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-                nso = so;
-                ndo = do_;
-                next_run(p, nidx, &nso, &ndo, m);
-                nm = t + m < t1 ? run_left(p, nidx, t1 - t - m) : 0;
-                if (nm > mmax) nm = mmax;
+                memcpy(nx.idx, idx, (size_t)p->outer_ndim * sizeof *idx);
+                nx.so = so;
+                nx.do_ = do_;
+                next_run(p, nx.idx, &nx.so, &nx.do_, m);
+                nm = t + m < t1 ? run_left(p, nx.idx, t1 - t - m) : 0;
+                if (nm > mjoin) nm = mjoin;
                 for (g = 0; g < m; g++) {
-                    if (g < nm) dmls_prefetch_l1_lines(s + nso + g * sstep, span);
+                    if (g < nm) dmls_prefetch_l1_lines(s + nx.so + g * sstep, span);
                     dmls_copy_short(join + g * slot, s + so + g * sstep, span);
                 }
+                /* the joined tile; the whole copy's size (which the
+                   transpose's flags go by) stays as it was */
                 q.inner_size = m * jn;
                 q.outer_count = p->outer_count / m > 0 ? p->outer_count / m : 1;
                 row(&q, join, d, 0, do_, 0, m * jn, NULL, NULL, scratch);
-                memcpy(idx, nidx, (size_t)p->outer_ndim * sizeof *idx);
-                so = nso;
-                do_ = ndo;
+                memcpy(idx, nx.idx, (size_t)p->outer_ndim * sizeof *idx);
+                so = nx.so;
+                do_ = nx.do_;
             }
             return;
         }
