@@ -216,6 +216,20 @@ cdef class Plan:
         return _planner.describe(self.layout)
 
 
+def _set_ask_rows_min(int64_t nbytes):
+    """Set the copy size from which short rows ask for the rows ahead; return the old one.
+
+    Private: lets the tests reach that loop (execute.c) with small tensors.
+    The kernels read it as they run, so no plan is dropped.
+    """
+    global dmls_ask_rows_min_bytes
+    if nbytes < 0:
+        raise ValueError("nbytes must be >= 0")
+    old = dmls_ask_rows_min_bytes
+    dmls_ask_rows_min_bytes = nbytes
+    return old
+
+
 def _set_stream_min_total(int64_t nbytes):
     """Set the copy size from which plans made afterwards use streaming stores; return the old one.
 

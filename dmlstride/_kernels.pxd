@@ -107,6 +107,7 @@ cdef extern from "src/isa.h":
 
 cdef extern from "src/execute.h":
     void dmls_run(const dmls_copy* c, const char* s, char* d, int nthreads, char* scratch) noexcept nogil
+    int64_t dmls_ask_rows_min_bytes
 
 
 cdef extern from "src/alloc.h":

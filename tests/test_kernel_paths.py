@@ -3026,12 +3026,36 @@ def test_staged_tiles_with_source_rows_apart():
                 assert not back[~byte_mask].any()
 
 
+@contextlib.contextmanager
+def _ask_rows_from(nbytes):
+    # Single short rows ask for the rows ahead in copies of nbytes or more.
+    old = _engine._set_ask_rows_min(nbytes)
+    try:
+        yield
+    finally:
+        _engine._set_ask_rows_min(old)
+
+
 # Short contiguous rows not back to back on a side (a permutation that keeps
 # a last dimension of 16-512 bytes): the lines of the rows a few tasks on are
-# asked for first (execute.c), single rows and batches of rows up to 64
-# bytes; fewer tasks than that distance, as many, and many more.
+# asked for first (execute.c), single rows in copies of 4 MiB or more (here
+# from 0 bytes, and not at all) and batches of rows up to 64 bytes; fewer
+# tasks than that distance, as many, and many more.
+@pytest.mark.parametrize("ask_from", [0, None])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_short_rows_apart_at_every_task_count(dtype, threads):
+def test_short_rows_apart_at_every_task_count(dtype, ask_from, threads):
+    with _ask_rows_from(ask_from if ask_from is not None else 1 << 62):
+        _check_short_rows_apart(dtype)
+
+
+def test_short_rows_ask_ahead_from_4_mib():
+    assert _engine._set_ask_rows_min(0) == 4 << 20
+    assert _engine._set_ask_rows_min(4 << 20) == 0
+    with pytest.raises(ValueError):
+        _engine._set_ask_rows_min(-1)
+
+
+def _check_short_rows_apart(dtype):
     w = np.dtype(dtype).itemsize
     batched = single = 0
     for row_bytes in (16, 24, 33, 40, 56, 64, 72, 96, 200, 512):

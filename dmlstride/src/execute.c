@@ -541,6 +541,8 @@ static void repeat_row(char *d, const char *s, int64_t n, int64_t m, char *buf) 
 typedef char dmls_repeat_fits[2 * DMLS_REPEAT_MAX_ROW + 64 <= DMLS_SCRATCH_REGION ? 1 : -1];
 #endif
 
+int64_t dmls_ask_rows_min_bytes = DMLS_ASK_ROWS_MIN_BYTES;
+
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift, mjoin;
     dmls_task_ask ask;
@@ -587,8 +589,20 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            uint8 gather of 33-byte rows 53 streams apart 0.12 -> 0.21).
            A batch's destination rows ran 0.80x so: those keep the plain
            loop. */
+        /* ... in copies of 4 MiB or more.  Smaller ones (source and
+           destination together in the caches of the two cores, as when a
+           copy runs again on the same buffers) ran faster without the
+           asking: in one process on the same buffers, alternating (2
+           threads, 7-9 rounds, the old loop against itself as a control:
+           0.99-1.01x), 16 unnamed permutations of 0.05-0.6 MB 1.37x by
+           geometric mean (1.07-1.83x), 24 of 0.5-8 MB 1.29x, under 4 MiB
+           only 1.2-1.8x; but copies of 5-8 MiB 0.90x (0.33-1.42x) and of
+           8-40 MB 0.82x (0.37-1.21x) without it, and 4-5 MiB ones
+           1.00x either way.  (Batches of rows: 1.04x, 0.82-1.38x; they
+           keep the asking.) */
         const int last = p->outer_ndim - 1;
-        const int ask_rows = n >= 16 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1;
+        const int ask_rows = n >= 16 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1 &&
+                             p->dst_bytes >= dmls_ask_rows_min_bytes;
         const int ask_src = p->tile_size > 1 ? p->tile_src_stride != n : ask_rows && p->outer_src_stride[last] != n;
         const int ask_dst = ask_rows && p->outer_dst_stride[last] != n;
         /* Longer rows (up to DMLS_INLINE_ROW_BYTES) far apart in the

@@ -13,6 +13,15 @@
    plans that stream). */
 #define DMLS_STREAM_MIN_RUN ((int64_t)1 << 9)
 
+/* Short contiguous rows not back to back on a side (MODE_MEMCPY, rows of
+   16-512 bytes) ask for the lines of the rows a few tasks on first, in
+   copies that write at least this many bytes (DMLS_ASK_ROWS_MIN_BYTES;
+   smaller ones come from the caches, where the asking only costs: see
+   dmls_run_tasks).  A variable so that the tests can reach the asking
+   loop with small copies (the bridge's _set_ask_rows_min). */
+#define DMLS_ASK_ROWS_MIN_BYTES ((int64_t)4 << 20)
+extern int64_t dmls_ask_rows_min_bytes;
+
 /* Copy c from s to d (both at the tensor's start) on up to nthreads
    threads.  scratch: this thread's arena (dmls_scratch()).  The caller has
    checked every bound; nothing here fails. */
