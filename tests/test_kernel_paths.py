@@ -3038,7 +3038,7 @@ def _ask_rows_from(nbytes):
 
 # Short contiguous rows not back to back on a side (a permutation that keeps
 # a last dimension of 16-512 bytes): the lines of the rows a few tasks on are
-# asked for first (execute.c), single rows in copies of 4 MiB or more (here
+# asked for first (execute.c), single rows in copies of 5.5 MiB or more (here
 # from 0 bytes, and not at all) and batches of rows up to 64 bytes; fewer
 # tasks than that distance, as many, and many more.
 @pytest.mark.parametrize("ask_from", [0, None])
@@ -3048,9 +3048,9 @@ def test_short_rows_apart_at_every_task_count(dtype, ask_from, threads):
         _check_short_rows_apart(dtype)
 
 
-def test_short_rows_ask_ahead_from_4_mib():
-    assert _engine._set_ask_rows_min(0) == 4 << 20
-    assert _engine._set_ask_rows_min(4 << 20) == 0
+def test_short_rows_ask_ahead_from_5_5_mib():
+    assert _engine._set_ask_rows_min(0) == 11 << 19
+    assert _engine._set_ask_rows_min(11 << 19) == 0
     with pytest.raises(ValueError):
         _engine._set_ask_rows_min(-1)
 

@@ -589,17 +589,19 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            uint8 gather of 33-byte rows 53 streams apart 0.12 -> 0.21).
            A batch's destination rows ran 0.80x so: those keep the plain
            loop. */
-        /* ... in copies of 4 MiB or more.  Smaller ones (source and
+        /* ... in copies of 5.5 MiB or more.  Smaller ones (source and
            destination together in the caches of the two cores, as when a
            copy runs again on the same buffers) ran faster without the
            asking: in one process on the same buffers, alternating (2
            threads, 7-9 rounds, the old loop against itself as a control:
            0.99-1.01x), 16 unnamed permutations of 0.05-0.6 MB 1.37x by
-           geometric mean (1.07-1.83x), 24 of 0.5-8 MB 1.29x, under 4 MiB
-           only 1.2-1.8x; but copies of 5-8 MiB 0.90x (0.33-1.42x) and of
-           8-40 MB 0.82x (0.37-1.21x) without it, and 4-5 MiB ones
-           1.00x either way.  (Batches of rows: 1.04x, 0.82-1.38x; they
-           keep the asking.) */
+           geometric mean (1.07-1.83x), those of 0.5-4 MiB 1.2-1.8x, and
+           in three sets of 4-5.5 MiB (at times when memory ran slow and
+           fast) about 1.2x, 0.82-1.93x, the losses in rows of 370-480
+           bytes.  From there the asking pays more often than not: copies
+           of 5.5-8 MiB ran 0.65-1.42x without it (0.90x when memory ran
+           slow, 1.1x when it ran fast), of 8-40 MB 0.82x (0.37-1.21x).
+           (Batches of rows: 1.04x, 0.82-1.38x; they keep the asking.) */
         const int last = p->outer_ndim - 1;
         const int ask_rows = n >= 16 && n <= DMLS_SHORT_ROW_BYTES && last >= 0 && p->tile_size <= 1 &&
                              p->dst_bytes >= dmls_ask_rows_min_bytes;

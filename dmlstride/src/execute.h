@@ -19,7 +19,7 @@
    smaller ones come from the caches, where the asking only costs: see
    dmls_run_tasks).  A variable so that the tests can reach the asking
    loop with small copies (the bridge's _set_ask_rows_min). */
-#define DMLS_ASK_ROWS_MIN_BYTES ((int64_t)4 << 20)
+#define DMLS_ASK_ROWS_MIN_BYTES ((int64_t)11 << 19)  /* 5.5 MiB */
 extern int64_t dmls_ask_rows_min_bytes;
 
 /* Copy c from s to d (both at the tensor's start) on up to nthreads
