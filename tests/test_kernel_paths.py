@@ -619,6 +619,9 @@ def test_short_runs_at_odd_strides_stay_bytes(threads):
     ("float32", (7, 4, 39, 22, 4, 6), (5, 3, 0, 1, 2, 4), "scatter", 52),    # 1092 rows cut into batches of 52
     ("uint8", (7, 8, 9, 6, 25, 31), (1, 2, 5, 3, 4, 0), "scatter", 30),
     ("float64", (31, 22, 6, 37, 5), (3, 1, 0, 4, 2), "gather", 37),
+    ("float64", (5, 4, 3, 2, 37, 7), (0, 2, 1, 5, 4, 3), "gather", 37),   # 37 x 7 past the batch: whole
+    ("uint32", (5, 9, 3, 67, 7), (0, 1, 4, 3, 2), "gather", 67),          # 67 x 7, near twice the batch
+    ("float16", (14, 3, 2, 73, 5), (0, 1, 4, 3, 2), "gather", 73),        # 73 x 5
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "gather", None),     # too few tasks: no batch
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "copy", 2),          # into the reversed order
 ], ids=str)

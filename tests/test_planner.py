@@ -72,6 +72,27 @@ def test_short_strided_rows_run_in_batches():
     assert f.outer_count // 17 < _planner.STRIDED_BATCH_MIN_TASKS
 
 
+def test_short_strided_rows_of_a_prime_count_batch_whole():
+    # 37 rows of 7 float64 values (a prime count, no divisor within the
+    # batch's STRIDED_BATCH_VALUES = 36 rows of 7): the whole dimension is
+    # each task's batch, up to BATCH_WHOLE_FACTOR times the batch.
+    sizes, order = (21, 14, 7, 2, 37, 7), (0, 2, 1, 5, 4, 3)
+    g = _permuted_plan("gather", "float64", sizes, order)
+    assert g.mode == "strided" and g.inner[0] == 7 and g.tile[0] == 37
+    assert 36 * 7 <= _planner.STRIDED_BATCH_VALUES < 37 * 7 <= 2 * _planner.STRIDED_BATCH_VALUES
+    assert g.tasks * 37 * 7 == math.prod(sizes)
+    # Past twice the batch (73 rows of 7), rows one a task, as before.
+    g = _permuted_plan("gather", "float64", (21, 14, 7, 2, 73, 7), order)
+    assert g.mode == "strided" and g.tile is None
+    # A divisor that fits, at least half the dimension, stays the batch:
+    # 38 rows = 2 x 19, batches of 19.
+    g = _permuted_plan("gather", "float64", (21, 14, 7, 2, 38, 7), order)
+    assert g.mode == "strided" and g.tile[0] == 19
+    # Short contiguous rows keep their divisors: 23 rows of 48 bytes, none.
+    p = _permuted_plan("scatter", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
+    assert p.mode == "memcpy" and p.tile is None
+
+
 def test_short_contiguous_runs_are_wider_values():
     # Runs of 2, 4 or 8 contiguous bytes on both sides (a permutation that
     # keeps a last dimension of two or four values) are planned as values of
