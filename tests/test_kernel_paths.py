@@ -126,6 +126,27 @@ def _check_gather_and_scatter(desc, rng):
                                                         dtype=np.uint8).tobytes()))
 
 
+@pytest.mark.parametrize("dtype,sizes,segment", [
+    ("int16", (4, 150, 100, 100), 2048),    # 300-byte pixels: 4 KiB of each plane a task
+    ("float16", (1, 200, 110, 200), 1408),  # as many as leave 16 tasks (22000 pixels)
+    ("uint8", (4, 150, 150, 150), None),    # one-byte values keep their segments
+])
+def test_streamed_two_byte_pixels_take_4_kib_of_each_plane(dtype, sizes, segment, threads):
+    # An NHWC to NCHW gather of two-byte values that streams (8.8-13.5 MB)
+    # writes up to 4 KiB of each destination row (plane) a task, as long as
+    # that leaves MIN_TILE_TASKS tasks; gathered and scattered against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    plan = _planner.plan_copy(list(sizes), desc.effective_strides, packed.effective_strides,
+                              desc.element_bits).main
+    assert plan.mode == "tile" and plan.stream and not plan.l2
+    if segment is None:
+        assert plan.segment_len * plan.width < _planner.STREAM_TILE_ROW_BYTES
+    else:
+        assert plan.segment_len == segment and plan.tasks >= _planner.MIN_TILE_TASKS
+    _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
 def _check_copy_tensor(buf, src_desc, dst_desc, seed):
     # copy_tensor into a random destination buffer of exactly its size,
     # against numpy's assignment through a strided view of a copy of it.
