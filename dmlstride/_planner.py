@@ -134,8 +134,8 @@ STAGE_ELEMS = 1 << 16
 STAGE_MIN_ELEMS = 64
 #: Target number of elements per segment of the innermost dimension.
 SEGMENT_ELEMS = 1 << 16
-#: A transpose of two-byte values that streams (not through L2) writes at
-#: least this many bytes of each destination row a task, where that leaves
+#: A transpose of two-byte values that streams (not through L2) writes up to
+#: this many bytes of each destination row a task, as many as leave
 #: MIN_TILE_TASKS tasks: its segments had been SEGMENT_ELEMS values in all,
 #: so that a source row of 150 channels (an NHWC to NCHW gather) left 384
 #: values, 768 bytes, of each of its destination rows a task.  In one
