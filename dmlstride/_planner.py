@@ -1370,6 +1370,24 @@ def whole_short_pixels(plan: KernelPlan) -> bool:
             and plan.outer_count * plan.tile[0] >= MIN_TILE_TASKS * MIN_TILE_ROWS)
 
 
+def streamed_pixel_segments(plan: KernelPlan) -> bool:
+    """Whether a tile plan's segments go up to STREAM_TILE_ROW_BYTES of each
+    destination row: two-byte values, streaming, not through L2, source rows
+    at most STREAM_TILE_MAX_SOURCE_ROW bytes apart."""
+    return (plan.mode == "tile" and plan.stream and not plan.l2 and plan.width == 2
+            and plan.inner[1] <= STREAM_TILE_MAX_SOURCE_ROW)
+
+
+def longest_tiles(plan: KernelPlan, upto: int, above: int, enough_tasks: bool = True) -> int:
+    """The longest whole 64-value tiles of at most ``upto`` and more than
+    ``above`` values whose segments give MIN_TILE_TASKS tasks (the longest of
+    them at all when ``enough_tasks`` is false); 0 where none does."""
+    for longer in range(upto - upto % 64, above, -64):
+        if not enough_tasks or -(-plan.inner[0] // longer) * plan.outer_count >= MIN_TILE_TASKS:
+            return longer
+    return 0
+
+
 def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
     """Cut long rows into segments of about SEGMENT_ELEMS elements (tasks);
     through L2, destination runs of at least L2_TILE_RUN bytes; none longer
@@ -1390,19 +1408,12 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
             # longest), the longest whole tiles that still give
             # MIN_TILE_TASKS of them, if any are longer than 64 values.
             cap = MEMORY_TILE_SEGMENT if longest is None else min(MEMORY_TILE_SEGMENT, longest)
-            for longer in range(cap - cap % 64, 64, -64):
-                if longest is None or -(-inner_n // longer) * plan.outer_count >= MIN_TILE_TASKS:
-                    plan.segment_len = max(plan.segment_len, longer)
-                    break
-        if (plan.mode == "tile" and plan.stream and not plan.l2 and plan.width == 2
-                and plan.inner[1] <= STREAM_TILE_MAX_SOURCE_ROW):
+            plan.segment_len = max(plan.segment_len, longest_tiles(plan, cap, 64, longest is not None))
+        if streamed_pixel_segments(plan):
             # The longest segments up to STREAM_TILE_ROW_BYTES that still
             # give MIN_TILE_TASKS tasks, if longer than those above.
             want = min(inner_n, STREAM_TILE_ROW_BYTES // plan.width)
-            for longer in range(want - want % 64, plan.segment_len, -64):
-                if -(-inner_n // longer) * plan.outer_count >= MIN_TILE_TASKS:
-                    plan.segment_len = longer
-                    break
+            plan.segment_len = max(plan.segment_len, longest_tiles(plan, want, plan.segment_len))
     if longest is not None:
         plan.segment_len = min(plan.segment_len, longest)
     plan.segments = -(-inner_n // plan.segment_len)
