@@ -3115,6 +3115,42 @@ def test_streamed_rows_as_whole_lines(dtype, threads):
                 _check_permuted_round_trip(dtype, sizes, order, seed=row_bytes)
 
 
+
+# Streamed rows into rows further apart (a scatter into padded rows, each
+# row's last line cut by its end): the bytes past a row's last line boundary
+# go out with ordinary stores at once, nothing held for a next row that does
+# not continue it; the padding between rows keeps its bytes.  Rows of every
+# length around a line, padded by a value to two lines, the buffer at
+# several line offsets; gathered back from the padded rows too.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(w)
+    for n in (512 // w, 520 // w, 600 // w, 684 // w, 1000 // w, 1032 // w, 2047 // w):
+        row_bytes = n * w
+        for pad, offset, rows in ((1, 0, (3, 5)), (16 // w or 1, 16, (1, 7)), (64 // w + 1, 4, (4, 3)),
+                                  (128 // w, 48, (2, 9))):
+            sizes = (*rows, n)
+            strides = [rows[1] * (n + pad), n + pad, 1]
+            desc = ds.BufferTensorDesc(dtype, list(sizes), strides)
+            packed = rng.integers(0, 256, math.prod(sizes) * w, dtype=np.uint8).view(dtype).reshape(sizes)
+            with _stream_threshold(0):
+                plan = _engine.Plan(sizes, ds.BufferTensorDesc(dtype, sizes).effective_strides,
+                                    desc.effective_strides, 8 * w).describe()
+                assert plan["mode"] == "memcpy" and plan["stream"]
+                assert plan["inner"][0] * w == row_bytes and plan["outer"][-1][2] == (n + pad) * w
+                raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, 0xA5, np.uint8)
+                buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
+                ds.scatter(packed, desc, buffer)
+                expected = np.full_like(raw, 0xA5)
+                for r, values in enumerate(packed.reshape(-1, n).view(np.uint8)):
+                    at = offset + r * (n + pad) * w
+                    expected[at:at + row_bytes] = values
+                np.testing.assert_array_equal(raw, expected)
+                out = np.zeros(sizes, dtype)
+                ds.gather(buffer, desc, out=out)
+                np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
+
 def _permuted(dtype, sizes, order, seed):
     """Random values of ``sizes`` and a descriptor of them stored in ``order``."""
     w = np.dtype(dtype).itemsize

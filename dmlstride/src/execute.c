@@ -455,12 +455,26 @@ static inline dmls_task_ask task_ask(const dmls_plan *p) {
    20 such gathers and scatters (3-D to 5-D, rows of 520-3943 bytes, 26-115
    MB) ran 1.57x faster by geometric mean (0.97-2.53x; the five fastest from
    0.29-0.65 to 0.72-1.25 of the memcpy limit); the lines held alone gained
-   0.98-1.43x, the requests the rest. */
+   0.98-1.43x, the requests the rest.
+   Rows not back to back (a scatter into padded rows) hold nothing: their
+   last line's bytes go out with ordinary stores at once.  Held, they were
+   copied to the line buffer and from it at the next row, just after the
+   row's streaming stores, and a row of 684 int16 bytes into rows 704 apart
+   spent a third of its time on those copies' loads (one thread, 8.4 GB/s;
+   rows of 688 bytes, which end on a line, 19 GB/s).  In one process on the
+   same buffers, alternating in a shuffled order (2 threads, 7 rounds, the
+   old loop against itself as a control: 0.91-1.13x), 16 unnamed scatters
+   of 25-90 MB into rows padded to 64-512 bytes ran 1.23x faster by
+   geometric mean (0.96-2.04x; those whose rows end on a line, or lie back
+   to back, 0.96-1.01x); 20 gathers and scatters of 5-D and 6-D
+   permutations keeping a last dimension of 512-2400 bytes 1.04x (control
+   1.02x). */
 static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, int64_t *idx,
                         int64_t so, int64_t do_, char *line) {
     const int64_t n = p->inner_size * p->width;
     const int last = p->outer_ndim - 1;
     const int ask = last >= 0 && p->outer_src_stride[last] != n;
+    const int chain = last >= 0 && p->outer_dst_stride[last] == n;
     enum { AHEAD = 8 };
     int64_t t;
     dmls_odometer ah;
@@ -468,7 +482,7 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
     if (ask) odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
     for (t = t0; t < t1; t++) {
         if (ask && t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, n, 0);
-        dmls_lines_out(&held, d + do_, s + so, n, t + 1 < t1);
+        dmls_lines_out(&held, d + do_, s + so, n, chain && t + 1 < t1);
         next_outer(p, idx, &so, &do_);
     }
     dmls_isa.store_fence();
