@@ -956,7 +956,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         # (8 one-byte channels: from 16 pixels, one step of the kernel's)
         channels = INTERLEAVE_MAX_BYTE_CHANNELS if width == 1 and best >= 0 and outer[best][0] >= 16 else 7
         if (best >= 0 and inner_n <= channels and inner_ds == width and outer[best][1] == width
-                and outer[best][2] == inner_n * width):
+                and outer[best][2] == inner_n * width and not small_interleave(outer[best][0], inner_n, width)):
             # Interleave a few channels: the source-fast dimension k becomes
             # the loop, the destination-fast (small) one the channels.
             n, a, b = outer.pop(best)
@@ -1033,6 +1033,31 @@ def split_tasks(plan: KernelPlan) -> None:
 #: Under 16 pixels (the kernel's step, the rest pixel by pixel), tiny
 #: transposes of 3-6 pixels by 8 planes measured 0.87-1.00x and keep the tile.
 INTERLEAVE_MAX_BYTE_CHANNELS = 8
+
+
+#: Interleaving tasks of at most this many pixels that are at most
+#: INTERLEAVE_SMALL_BYTES bytes in all (a permutation whose few channels are a
+#: short dimension far apart, pixels of another: 2 pixels of 5 int16 channels
+#: a task) are copied element by element in batches (mode strided), not through
+#: the interleave kernel, whose set-up and pixel-by-pixel rest (under its
+#: 8- or 16-pixel step) cost more than such tasks hold.  In one process on
+#: the same buffers, alternating in a shuffled order (2 threads, 7 rounds, the
+#: old plan against itself as a control: 0.86-1.10x), 26 gathers and scatters
+#: of 20 unnamed 4-D to 6-D permutations of 5-60 MB so planned ran 1.63x faster
+#: by geometric mean (0.98-2.88x); an int16 (32, 5, 23, 23, 19, 2) scatter in
+#: order (2, 0, 4, 3, 5, 1), 2 pixels of 5 channels a task, 2.37x (0.06 of the
+#: memcpy limit before).  Larger tasks, in three earlier sets (54 plans),
+#: measured 0.47-0.95x in 10 (4-8 float32 or uint32 pixels of 4-7 channels,
+#: 80-192 bytes; 11 uint8 pixels of 5, 11 uint32 or float64 ones) and 1.05-3.71x
+#: in the rest, and keep the interleave kernel.
+INTERLEAVE_SMALL_PIXELS = 8
+INTERLEAVE_SMALL_BYTES = 64
+
+
+def small_interleave(pixels: int, channels: int, width: int) -> bool:
+    """Whether interleaving tasks of ``pixels`` pixels of ``channels``
+    values of ``width`` bytes are too small for the interleave kernel."""
+    return pixels <= INTERLEAVE_SMALL_PIXELS and pixels * channels * width <= INTERLEAVE_SMALL_BYTES
 
 
 def interleave_streams(plan: KernelPlan) -> bool:

@@ -3151,6 +3151,39 @@ def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
                 ds.gather(buffer, desc, out=out)
                 np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
 
+
+# Interleaving tasks of a few pixels of a few channels (at most 8 pixels and
+# 64 bytes: planes far apart whose runs are a short dimension) copied element
+# by element in batches, gathers and scatters against numpy: 2 to 8 pixels,
+# one- to eight-byte values, tasks at and under the bound.
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("int16", (23, 32, 19, 23, 2, 5), (1, 5, 0, 3, 2, 4)),
+    ("int16", (2, 3, 3, 11, 3, 2), (2, 0, 1, 3, 5, 4)),
+    ("uint8", (2, 13, 13, 3, 5, 7), (0, 1, 3, 2, 5, 4)),
+    ("float16", (5, 6, 4, 4), (0, 1, 3, 2)),
+    ("float32", (12, 3, 2, 3), (1, 0, 3, 2)),
+    ("uint32", (10, 8, 2, 9, 2, 7), (0, 1, 4, 3, 5, 2)),
+    ("float64", (7, 2, 7, 12, 8, 4), (4, 3, 2, 0, 5, 1)),
+], ids=str)
+def test_small_interleaving_tasks_in_strided_batches(dtype, sizes, order, threads, monkeypatch):
+    desc = _permuted(dtype, sizes, order, seed=0)[2]
+    packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
+
+    def plans():
+        return [_engine.Plan(desc.sizes, a, b, desc.element_bits).describe()
+                for a, b in ((desc.effective_strides, packed), (packed, desc.effective_strides))]
+
+    assert "strided" in [p["mode"] for p in plans()]
+    for plan in plans():
+        assert plan["mode"] != "interleave" or not _planner.small_interleave(
+            plan["inner"][0], plan["tile"][0], plan["width"])
+    _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
+    # Planned as before (the interleave kernel), the same bytes.
+    monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
+    with _stream_threshold(_planner.stream_min_total):   # drops the plans held by descriptor
+        assert "interleave" in [p["mode"] for p in plans()]
+        _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
+
 def _permuted(dtype, sizes, order, seed):
     """Random values of ``sizes`` and a descriptor of them stored in ``order``."""
     w = np.dtype(dtype).itemsize

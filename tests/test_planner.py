@@ -93,6 +93,26 @@ def test_short_strided_rows_of_a_prime_count_batch_whole():
     assert p.mode == "memcpy" and p.tile is None
 
 
+
+def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
+    # Tasks of at most INTERLEAVE_SMALL_PIXELS pixels and INTERLEAVE_SMALL_BYTES
+    # bytes (2 pixels of 5 int16 channels: 20 bytes) go element by element in
+    # batches, not through the interleave kernel.
+    sizes, order = (32, 5, 23, 23, 19, 2), (2, 0, 4, 3, 5, 1)
+    p = _permuted_plan("scatter", "int16", sizes, order)
+    assert p.mode == "strided" and p.tile is not None and p.tile[0] > 1
+    assert _planner.small_interleave(2, 5, 2)
+    # At the bounds: 8 pixels of 8 bytes, or 64 bytes, still small; a ninth
+    # pixel, or a 65th byte, is not.
+    assert _planner.small_interleave(8, 4, 2) and _planner.small_interleave(4, 2, 8)
+    assert not _planner.small_interleave(9, 1, 1) and not _planner.small_interleave(5, 13, 1)
+    # 13 float32 pixels of 5 channels a task (260 bytes): interleaved.
+    q = _permuted_plan("scatter", "float32", (53, 34, 5, 42, 13), (0, 3, 1, 4, 2))
+    assert q.mode == "interleave" and q.inner[0] == 13 and q.tile[0] == 5
+    # With the bound lowered to nothing, the small tasks interleave again.
+    monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
+    assert _permuted_plan("scatter", "int16", sizes, order).mode == "interleave"
+
 def test_short_contiguous_runs_are_wider_values():
     # Runs of 2, 4 or 8 contiguous bytes on both sides (a permutation that
     # keeps a last dimension of two or four values) are planned as values of
