@@ -2995,7 +2995,7 @@ def test_staged_tiles_of_every_row_length(dtype, threads):
             if a >= 8 and b >= 8 and a * w <= 64 and b * w <= 64 and not (w == 1 and b == 8 and a >= 16):
                 # (fewer than 8 values a side may be an interleave instead, and
                 # 8 one-byte ones beside 16 or more are)
-                plan = _permuted_plans(dtype, sizes, order)[0]
+                plan = _permuted_plans(dtype, sizes, order)[1]   # the scatter: a values of k, b of j
                 assert plan["mode"] == "tile" and (plan["tile"][0], plan["inner"][0]) == (a, b)
             _check_permuted_round_trip(dtype, sizes, order, seed=a * 100 + b)
 
@@ -3197,10 +3197,11 @@ def _permuted_plans(dtype, sizes, order):
     """The gather and scatter plans (described) of values of ``sizes``
     stored in ``order`` (see _permuted), to and from packed."""
     w = np.dtype(dtype).itemsize
-    strides = _permuted(dtype, sizes, order, seed=0)[2].effective_strides
-    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-    return (_engine.Plan(sizes, strides, packed, 8 * w).describe(),
-            _engine.Plan(sizes, packed, strides, 8 * w).describe())
+    desc = _permuted(dtype, sizes, order, seed=0)[2]
+    strides, shape = desc.effective_strides, desc.sizes
+    packed = ds.BufferTensorDesc(dtype, shape).effective_strides
+    return (_engine.Plan(shape, strides, packed, 8 * w).describe(),
+            _engine.Plan(shape, packed, strides, 8 * w).describe())
 
 
 def _check_permuted_round_trip(dtype, sizes, order, seed):
@@ -3718,7 +3719,7 @@ def test_streamed_back_to_back_rows_with_every_remainder(dtype, threads, streami
         j = row_bytes // w
         for k in sorted({n - 1, n, n + 1, 2 * n - 1, 3 * n + 1, 4 * n + n // 2, 257, 515}):
             sizes, order = (2, 3, k, j), (1, 0, 3, 2)
-            plan = _permuted_plans(dtype, sizes, order)[0]
+            plan = _permuted_plans(dtype, sizes, order)[1]   # the scatter: rows of j back to back
             if (plan["mode"] == "tile" and plan["stream"] and plan["inner"][2] == w and plan["tile"][1] == w
                     and plan["tile"][2] == plan["inner"][0] * w == row_bytes):
                 hit.add(plan["tile"][0] % n)
@@ -3740,7 +3741,7 @@ def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
         for j in sorted({n + 1, 3 * n - 1, 300 // w}):
             for k in range(256, 256 + n + 1):
                 sizes, order = (2, k, j), (0, 2, 1)
-                plan = _permuted_plans(dtype, sizes, order)[0]
+                plan = _permuted_plans(dtype, sizes, order)[1]   # the scatter: rows of j back to back
                 if (plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == plan["inner"][0] * w
                         and plan["inner"][0] % n != 0 and plan["tile"][0] >= 256):
                     hit.add(plan["tile"][0] % n)
