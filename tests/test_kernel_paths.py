@@ -3152,6 +3152,41 @@ def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
                 np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
 
 
+
+# Short rows (16-512 bytes) into padded rows, in a copy that does not stream:
+# rows less than two rows apart ask for no destination lines ahead, rows
+# further apart do (with the asking from 0 bytes, and as by default).  The
+# padding keeps its bytes; gathered back from the padded rows too.
+@pytest.mark.parametrize("ask_from", [0, None], ids=["ask", "default"])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_short_rows_into_padded_rows_keep_the_padding(dtype, ask_from, threads):
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(w + 7)
+    with contextlib.ExitStack() as stack:
+        if ask_from is not None:
+            stack.enter_context(_ask_rows_from(ask_from))
+        for n in sorted({16 // w, 24 // w, 64 // w, 100 // w, 300 // w, 512 // w} - {0}):
+            row_bytes = n * w
+            for pad, rows, offset in ((1, (3, 17), 0), (max(1, 16 // w), (2, 40), 16), (n - 1 or 1, (4, 9), 8),
+                                      (n + 1, (2, 13), 4)):
+                sizes = (*rows, n)
+                desc = ds.BufferTensorDesc(dtype, list(sizes), [rows[1] * (n + pad), n + pad, 1])
+                plan = _engine.Plan(sizes, ds.BufferTensorDesc(dtype, sizes).effective_strides,
+                                    desc.effective_strides, 8 * w).describe()
+                assert plan["mode"] == "memcpy" and not plan["stream"] and plan["inner"][0] * w == row_bytes
+                packed = rng.integers(0, 256, math.prod(sizes) * w, dtype=np.uint8).view(dtype).reshape(sizes)
+                raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, 0x5A, np.uint8)
+                buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
+                ds.scatter(packed, desc, buffer)
+                expected = np.full_like(raw, 0x5A)
+                for r, values in enumerate(packed.reshape(-1, n).view(np.uint8)):
+                    at = offset + r * (n + pad) * w
+                    expected[at:at + row_bytes] = values
+                np.testing.assert_array_equal(raw, expected)
+                out = np.zeros(sizes, dtype)
+                ds.gather(buffer, desc, out=out)
+                np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
+
 # Interleaving tasks of a few pixels of a few channels (at most 8 pixels and
 # 64 bytes: planes far apart whose runs are a short dimension) copied element
 # by element in batches, gathers and scatters against numpy: 2 to 8 pixels,
