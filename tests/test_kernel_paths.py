@@ -3116,6 +3116,37 @@ def test_streamed_rows_as_whole_lines(dtype, threads):
 
 
 
+def _padded_rows(dtype, rows, n, pad):
+    """A descriptor of rows[0] x rows[1] rows of n values, each row n + pad values after the last."""
+    return ds.BufferTensorDesc(dtype, [*rows, n], [rows[1] * (n + pad), n + pad, 1])
+
+
+def _padded_rows_plan(desc):
+    """The plan (described) of a scatter from packed values into desc."""
+    packed = ds.BufferTensorDesc(desc.data_type, desc.sizes).effective_strides
+    return _engine.Plan(desc.sizes, packed, desc.effective_strides, desc.element_bits).describe()
+
+
+def _check_padded_rows(desc, pad, offset, rng, fill):
+    """Scatter random rows into desc's padded rows, in a buffer offset bytes
+    into memory filled with fill: the rows' bytes land where numpy puts them
+    and every other byte keeps fill; then gather them back."""
+    dtype = ds.numpy_dtype(desc.data_type)
+    w, n = dtype.itemsize, desc.sizes[-1]
+    packed = rng.integers(0, 256, desc.element_count * w, dtype=np.uint8).view(dtype).reshape(desc.sizes)
+    raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, fill, np.uint8)
+    buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
+    ds.scatter(packed, desc, buffer)
+    expected = np.full_like(raw, fill)
+    for r, values in enumerate(packed.reshape(-1, n).view(np.uint8)):
+        at = offset + r * (n + pad) * w
+        expected[at:at + n * w] = values
+    np.testing.assert_array_equal(raw, expected)
+    out = np.zeros(desc.sizes, dtype)
+    ds.gather(buffer, desc, out=out)
+    np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
+
+
 # Streamed rows into rows further apart (a scatter into padded rows, each
 # row's last line cut by its end): the bytes past a row's last line boundary
 # go out with ordinary stores at once, nothing held for a next row that does
@@ -3127,30 +3158,14 @@ def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
     w = np.dtype(dtype).itemsize
     rng = np.random.default_rng(w)
     for n in (512 // w, 520 // w, 600 // w, 684 // w, 1000 // w, 1032 // w, 2047 // w):
-        row_bytes = n * w
         for pad, offset, rows in ((1, 0, (3, 5)), (16 // w or 1, 16, (1, 7)), (64 // w + 1, 4, (4, 3)),
                                   (128 // w, 48, (2, 9))):
-            sizes = (*rows, n)
-            strides = [rows[1] * (n + pad), n + pad, 1]
-            desc = ds.BufferTensorDesc(dtype, list(sizes), strides)
-            packed = rng.integers(0, 256, math.prod(sizes) * w, dtype=np.uint8).view(dtype).reshape(sizes)
+            desc = _padded_rows(dtype, rows, n, pad)
             with _stream_threshold(0):
-                plan = _engine.Plan(sizes, ds.BufferTensorDesc(dtype, sizes).effective_strides,
-                                    desc.effective_strides, 8 * w).describe()
+                plan = _padded_rows_plan(desc)
                 assert plan["mode"] == "memcpy" and plan["stream"]
-                assert plan["inner"][0] * w == row_bytes and plan["outer"][-1][2] == (n + pad) * w
-                raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, 0xA5, np.uint8)
-                buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
-                ds.scatter(packed, desc, buffer)
-                expected = np.full_like(raw, 0xA5)
-                for r, values in enumerate(packed.reshape(-1, n).view(np.uint8)):
-                    at = offset + r * (n + pad) * w
-                    expected[at:at + row_bytes] = values
-                np.testing.assert_array_equal(raw, expected)
-                out = np.zeros(sizes, dtype)
-                ds.gather(buffer, desc, out=out)
-                np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
-
+                assert plan["inner"][0] == n and plan["outer"][-1][2] == (n + pad) * w
+                _check_padded_rows(desc, pad, offset, rng, 0xA5)
 
 
 # Short rows (16-512 bytes) into padded rows, in a copy that does not stream:
@@ -3166,26 +3181,13 @@ def test_short_rows_into_padded_rows_keep_the_padding(dtype, ask_from, threads):
         if ask_from is not None:
             stack.enter_context(_ask_rows_from(ask_from))
         for n in sorted({16 // w, 24 // w, 64 // w, 100 // w, 300 // w, 512 // w} - {0}):
-            row_bytes = n * w
             for pad, rows, offset in ((1, (3, 17), 0), (max(1, 16 // w), (2, 40), 16), (n - 1 or 1, (4, 9), 8),
                                       (n + 1, (2, 13), 4)):
-                sizes = (*rows, n)
-                desc = ds.BufferTensorDesc(dtype, list(sizes), [rows[1] * (n + pad), n + pad, 1])
-                plan = _engine.Plan(sizes, ds.BufferTensorDesc(dtype, sizes).effective_strides,
-                                    desc.effective_strides, 8 * w).describe()
-                assert plan["mode"] == "memcpy" and not plan["stream"] and plan["inner"][0] * w == row_bytes
-                packed = rng.integers(0, 256, math.prod(sizes) * w, dtype=np.uint8).view(dtype).reshape(sizes)
-                raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, 0x5A, np.uint8)
-                buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
-                ds.scatter(packed, desc, buffer)
-                expected = np.full_like(raw, 0x5A)
-                for r, values in enumerate(packed.reshape(-1, n).view(np.uint8)):
-                    at = offset + r * (n + pad) * w
-                    expected[at:at + row_bytes] = values
-                np.testing.assert_array_equal(raw, expected)
-                out = np.zeros(sizes, dtype)
-                ds.gather(buffer, desc, out=out)
-                np.testing.assert_array_equal(out.view(np.uint8), packed.view(np.uint8))
+                desc = _padded_rows(dtype, rows, n, pad)
+                plan = _padded_rows_plan(desc)
+                assert plan["mode"] == "memcpy" and not plan["stream"] and plan["inner"][0] == n
+                _check_padded_rows(desc, pad, offset, rng, 0x5A)
+
 
 # Interleaving tasks of a few pixels of a few channels (at most 8 pixels and
 # 64 bytes: planes far apart whose runs are a short dimension) copied element
