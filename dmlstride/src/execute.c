@@ -631,8 +631,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            20 gathers and scatters of permutations keeping a last
            dimension of 17-512 bytes 0.99x (control 1.00x), where asking
            for no destination rows at all ran 0.91x (0.63-1.07x). */
-        const int ask_dst = ask_rows && p->outer_dst_stride[last] != n &&
-                            !(p->outer_dst_stride[last] > n && p->outer_dst_stride[last] < 2 * n);
+        const int ask_dst = ask_rows && (p->outer_dst_stride[last] < n || p->outer_dst_stride[last] >= 2 * n);
         /* Longer rows (up to DMLS_INLINE_ROW_BYTES) far apart in the
            source, in a copy from memory that does not stream: each row's
            first lines missed before the hardware prefetcher took up its
