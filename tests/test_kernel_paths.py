@@ -3115,7 +3115,6 @@ def test_streamed_rows_as_whole_lines(dtype, threads):
                 _check_permuted_round_trip(dtype, sizes, order, seed=row_bytes)
 
 
-
 def _padded_rows(dtype, rows, n, pad):
     """A descriptor of rows[0] x rows[1] rows of n values, each row n + pad values after the last."""
     return ds.BufferTensorDesc(dtype, [*rows, n], [rows[1] * (n + pad), n + pad, 1])
@@ -3203,23 +3202,17 @@ def test_short_rows_into_padded_rows_keep_the_padding(dtype, ask_from, threads):
     ("float64", (7, 2, 7, 12, 8, 4), (4, 3, 2, 0, 5, 1)),
 ], ids=str)
 def test_small_interleaving_tasks_in_strided_batches(dtype, sizes, order, threads, monkeypatch):
-    desc = _permuted(dtype, sizes, order, seed=0)[2]
-    packed = ds.BufferTensorDesc(dtype, desc.sizes).effective_strides
-
-    def plans():
-        return [_engine.Plan(desc.sizes, a, b, desc.element_bits).describe()
-                for a, b in ((desc.effective_strides, packed), (packed, desc.effective_strides))]
-
-    assert "strided" in [p["mode"] for p in plans()]
-    for plan in plans():
+    assert "strided" in [p["mode"] for p in _permuted_plans(dtype, sizes, order)]
+    for plan in _permuted_plans(dtype, sizes, order):
         assert plan["mode"] != "interleave" or not _planner.small_interleave(
             plan["inner"][0], plan["tile"][0], plan["width"])
     _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
     # Planned as before (the interleave kernel), the same bytes.
     monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
     with _stream_threshold(_planner.stream_min_total):   # drops the plans held by descriptor
-        assert "interleave" in [p["mode"] for p in plans()]
+        assert "interleave" in [p["mode"] for p in _permuted_plans(dtype, sizes, order)]
         _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
+
 
 def _permuted(dtype, sizes, order, seed):
     """Random values of ``sizes`` and a descriptor of them stored in ``order``."""

@@ -93,7 +93,6 @@ def test_short_strided_rows_of_a_prime_count_batch_whole():
     assert p.mode == "memcpy" and p.tile is None
 
 
-
 def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
     # Tasks of at most INTERLEAVE_SMALL_PIXELS pixels and INTERLEAVE_SMALL_BYTES
     # bytes (2 pixels of 5 int16 channels: 20 bytes) go element by element in
@@ -112,6 +111,7 @@ def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
     # With the bound lowered to nothing, the small tasks interleave again.
     monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
     assert _permuted_plan("scatter", "int16", sizes, order).mode == "interleave"
+
 
 def test_short_contiguous_runs_are_wider_values():
     # Runs of 2, 4 or 8 contiguous bytes on both sides (a permutation that
