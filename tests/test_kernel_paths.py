@@ -3126,14 +3126,17 @@ def _padded_rows_plan(desc):
     return _engine.Plan(desc.sizes, packed, desc.effective_strides, desc.element_bits).describe()
 
 
-def _check_padded_rows(desc, pad, offset, rng, fill):
+def _check_padded_rows(desc, pad, offset, rng, fill, line=None):
     """Scatter random rows into desc's padded rows, in a buffer offset bytes
-    into memory filled with fill: the rows' bytes land where numpy puts them
-    and every other byte keeps fill; then gather them back."""
+    into memory filled with fill (with line, the offset that puts the buffer
+    line bytes past a 64-byte boundary): the rows' bytes land where numpy
+    puts them and every other byte keeps fill; then gather them back."""
     dtype = ds.numpy_dtype(desc.data_type)
     w, n = dtype.itemsize, desc.sizes[-1]
     packed = rng.integers(0, 256, desc.element_count * w, dtype=np.uint8).view(dtype).reshape(desc.sizes)
-    raw = np.full(offset + desc.total_tensor_size_in_bytes + 64, fill, np.uint8)
+    raw = np.full(max(offset, 63) + desc.total_tensor_size_in_bytes + 64, fill, np.uint8)
+    if line is not None:
+        offset = (line - raw.ctypes.data) % 64
     buffer = raw[offset:offset + desc.total_tensor_size_in_bytes]
     ds.scatter(packed, desc, buffer)
     expected = np.full_like(raw, fill)
@@ -3165,6 +3168,27 @@ def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
                 assert plan["mode"] == "memcpy" and plan["stream"]
                 assert plan["inner"][0] == n and plan["outer"][-1][2] == (n + pad) * w
                 _check_padded_rows(desc, pad, offset, rng, 0xA5)
+
+
+# Streamed rows of 128-511 bytes into rows padded to a multiple of 64 bytes:
+# with the buffer on a line boundary every row starts on a line, its whole
+# lines are streamed and its last line's bytes take ordinary stores; off a
+# line boundary the rows take ordinary stores throughout.  The padding keeps
+# its bytes either way; gathered back from the padded rows too.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_short_rows_on_lines_keep_the_padding(dtype, threads):
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(w + 11)
+    for n in sorted({128 // w, 136 // w, 200 // w, 256 // w, 300 // w, 448 // w, 504 // w}):
+        for pitch in {-(-(n * w + 1) // 64) * 64, -(-(n * w) // 64) * 64 + 64, 512}:
+            pad = (pitch - n * w) // w
+            for line, rows in ((0, (3, 7)), (16, (2, 5)), (0, (1, 2))):
+                desc = _padded_rows(dtype, rows, n, pad)
+                with _stream_threshold(0):
+                    plan = _padded_rows_plan(desc)
+                    assert plan["mode"] == "memcpy" and plan["stream"]
+                    assert all(b % 64 == 0 for _, _, b in plan["outer"]) and plan["outer"][-1][2] == pitch
+                    _check_padded_rows(desc, pad, 0, rng, 0xC3, line=line)
 
 
 # Short rows (16-512 bytes) into padded rows, in a copy that does not stream:
