@@ -124,6 +124,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):
         raise ValueError(f"plan: L2 mode {kp.l2} for a {kp.mode} plan")
     c.l2 = kp.l2
+    if kp.stage_tasks and not (c.mode == DMLS_MODE_TILE and kp.stream):
+        raise ValueError(f"plan: staged tasks in a {kp.mode} plan that does not stream")
+    c.stage_tasks = kp.stage_tasks
     c.segment_len = kp.segment_len
     c.segments = kp.segments
     c.tasks = kp.tasks

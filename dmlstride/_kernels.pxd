@@ -69,6 +69,7 @@ cdef extern from "src/plan.h":
         int block_whole
         int block_next
         int l2
+        int stage_tasks
 
     ctypedef struct dmls_copy:
         int kind

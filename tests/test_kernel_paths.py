@@ -3191,6 +3191,92 @@ def test_streamed_short_rows_on_lines_keep_the_padding(dtype, threads):
                     _check_padded_rows(desc, pad, 0, rng, 0xC3, line=line)
 
 
+# Streaming tile plans whose tasks each write one run of the destination
+# (rows back to back of 128 bytes or more that no streaming kernel writes:
+# off line boundaries, ragged, fewer than a padded tile's rows) transpose the
+# task into a buffer and stream the run out.  Batched NHWC <-> NCHW
+# conversions with small planes, gathers and scatters against numpy, the
+# strided buffer at several line offsets (the run's first and last lines in
+# part).
+@pytest.mark.parametrize("dtype,sizes,staged", [
+    ("uint8", (9, 149, 8, 4), ("scatter",)),
+    ("float16", (8, 124, 11, 13), ("scatter",)),
+    ("int16", (8, 79, 11, 23), ("scatter",)),
+    ("float32", (8, 37, 7, 5), ("gather", "scatter")),
+    ("float64", (8, 29, 3, 7), ("gather", "scatter")),
+    ("uint8", (6, 330, 33, 33), ("scatter",)),
+    ("uint8", (8, 33, 20, 20), ("gather",)),
+], ids=str)
+def test_staged_tasks_stream_their_run(dtype, sizes, staged, threads):
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    bits, dt = desc.element_bits, ds.numpy_dtype(desc.data_type)
+    rng = np.random.default_rng(sum(sizes))
+    with _stream_threshold(0):
+        plans = {"gather": _engine.Plan(sizes, desc.effective_strides, packed, bits).describe(),
+                 "scatter": _engine.Plan(sizes, packed, desc.effective_strides, bits).describe()}
+        assert {op for op, plan in plans.items() if plan["stage_tasks"]} == set(staged)
+        for op in staged:
+            plan = plans[op]
+            jn, _, ids = plan["inner"]
+            kn, kss, kds = plan["tile"]
+            assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
+            assert kss == ids == dt.itemsize and kds == jn * dt.itemsize >= 128
+        for skew in (0, 8, 40):
+            buf = _at_line_offset(desc.total_tensor_size_in_bytes, skew, skew + 1)
+            np.testing.assert_array_equal(ds.gather(buf, desc), _numpy_gather(buf, desc))
+            values = rng.integers(0, 256, desc.element_count * dt.itemsize, dtype=np.uint8).view(dt).reshape(sizes)
+            expected = buf.copy()
+            view = np.ndarray(sizes, dt, buffer=expected, strides=[a * dt.itemsize for a in desc.effective_strides])
+            view[...] = values
+            ds.scatter(values, desc, buf)
+            np.testing.assert_array_equal(buf, expected)
+
+
+# The planner's bound on a staged task: one run of at most STAGE_TASK_BYTES
+# (the engine's buffer), rows of at least STAGE_TASK_MIN_ROW bytes, copies
+# from the size where transposes stream, no L2 buffers or segments.
+def test_stage_tasks_bounds():
+    def plan(rows, row_bytes, width=1, **kw):
+        jn = row_bytes // width
+        fields = dict(mode="tile", width=width, outer=[(64, rows * row_bytes, rows * row_bytes)],
+                      inner=(jn, 4096, width), tile=(rows, width, row_bytes), segment_len=jn, tasks=64,
+                      dst_bytes=_planner.transpose_stream_min(), stream=True)
+        fields.update(kw)
+        return _planner.KernelPlan(**fields)
+
+    most = _planner.STAGE_TASK_BYTES
+    assert _planner.stage_tasks(plan(most // 320, 320))
+    assert not _planner.stage_tasks(plan(most // 320 + 1, 320))
+    assert _planner.stage_tasks(plan(100, _planner.STAGE_TASK_MIN_ROW))
+    assert not _planner.stage_tasks(plan(100, _planner.STAGE_TASK_MIN_ROW - 2, width=2))
+    assert _planner.stage_tasks(plan(100, 200, width=4))
+    assert not _planner.stage_tasks(plan(100, 200, stream=False))
+    assert not _planner.stage_tasks(plan(100, 200, l2=2))
+    assert not _planner.stage_tasks(plan(100, 200, segments=2, segment_len=100, tasks=128))
+    assert not _planner.stage_tasks(plan(100, 200, dst_bytes=_planner.transpose_stream_min() - 1))
+    assert not _planner.stage_tasks(plan(100, 200, tile=(100, 1, 256)))   # rows not back to back
+    assert not _planner.stage_tasks(plan(100, 200, mode="block"))
+
+
+# The engine takes staged tasks only in a tile plan that streams.
+@pytest.mark.parametrize("sizes,layout,stream", [((64, 9), "WH", False), ((5, 64), "HW", True)], ids=str)
+def test_engine_refuses_staged_tasks_outside_streaming_tiles(monkeypatch, sizes, layout, stream):
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        plan.main.stage_tasks, plan.main.stream = True, stream
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, layout)
+    assert _planner.plan_copy(sizes, desc.effective_strides, ds.BufferTensorDesc("float32", sizes).effective_strides,
+                              32).main.mode == ("tile" if layout == "WH" else "memcpy")
+    with pytest.raises(ValueError, match="staged tasks"):
+        _engine.Plan(sizes, desc.effective_strides, ds.BufferTensorDesc("float32", sizes).effective_strides, 32)
+
+
 # Short rows (16-512 bytes) into padded rows, in a copy that does not stream:
 # rows less than two rows apart ask for no destination lines ahead, rows
 # further apart do (with the asking from 0 bytes, and as by default).  The

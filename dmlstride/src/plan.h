@@ -166,6 +166,10 @@ typedef struct {
     int block_whole;        /* each block into a buffer, streamed out whole (dmls_block) */
     int block_next;         /* in place: its last tiles ask for the next block's first (dmls_block) */
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
+    /* MODE_TILE that streams: a task whose destination is one run (rows
+       back to back) and whose rows would take the cached tile is
+       transposed into a buffer and streamed out (tile.c). */
+    int stage_tasks;
 } dmls_plan;
 
 /* One copy: a plan, or a staged 4-bit copy (outer blocks of main, each

@@ -131,6 +131,22 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     return 1;
 }
 
+/* A task whose destination is one run (jn values a row, kn rows back to
+   back, at most DMLS_SCRATCH_BLOCK_BYTES in all) transposed from cache into
+   the L2 buffer, which is then streamed out as that run: its whole lines
+   with streaming stores, the partial ones at its ends with ordinary stores
+   (the planner's stage_tasks says where).  Returns 0 when there is no
+   buffer. */
+static int transpose_staged(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn, int64_t jn,
+                            char *scratch) {
+    char *stage = dmls_scratch();
+    if (stage == NULL) return 0;
+    stage += DMLS_SCRATCH_BLOCK_DST;
+    dmls_transpose_plain(w, sj, iss, stage, kds, kn, jn, DMLS_TRANSPOSE_CACHED, scratch);
+    dmls_isa.stream_copy(dj, stage, kn * kds);
+    return 1;
+}
+
 /* Where a tile plan's transpose finds its operands (DMLS_TRANSPOSE_*).  A
    copy of fewer than DMLS_CACHED_TRANSPOSE_BYTES (plan.h, one side) that
    does not stream runs from cache: its source and destination together stay
@@ -330,8 +346,12 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }
-            if (!(p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, next, scratch)))
-                dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_flags(p), scratch);
+            if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, next, scratch))
+                return;
+            if (p->stage_tasks && kds == jn * w && kn <= DMLS_SCRATCH_BLOCK_BYTES / kds &&
+                    transpose_staged(w, sj, iss, dj, kds, kn, jn, scratch))
+                return;
+            dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_flags(p), scratch);
             return;
         }
     }
