@@ -2545,7 +2545,8 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # rows back to back (when not a whole number of micro-blocks: 256 or more
     # of them, or rows of at most 256 bytes), small channel counts and source
     # rows (pixels) of less than a line, and rows of up to 512 bytes of
-    # eight-byte values, do not.
+    # eight-byte values, do not; nor do tasks that write one destination run
+    # of at most STAGE_OVER_L2_BYTES (rows back to back), which are staged.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -2553,7 +2554,9 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
                             src_desc.element_bits).describe()["l2"]
 
     assert l2("float32", 64, 1000, False) == "both"      # rows of 4000 bytes
-    assert l2("int16", 32, 129, False) == "both"         # pixels of 64 bytes
+    assert l2("int16", 32, 129, False) == "none"         # pixels of 64 bytes, a run of 8256 bytes: staged
+    assert l2("int16", 128, 129, False) == "both"        # pixels of 256 bytes, a run of 33 024 bytes
+    assert l2("int16", 127, 129, False) == "none"        # a run of 32 766 bytes: staged
     assert l2("int16", 31, 129, False) == "none"         # pixels of 62 bytes
     assert l2("uint8", 24, 1000, False) == "none"        # pixels of 24 bytes
     assert l2("float64", 200, 41, False) == "none"       # rows of 328 bytes: eight-byte values, the cached tile
@@ -2562,7 +2565,7 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("float64", 300, 41, False) == "none"       # 300 of them back to back: a padded tile
     assert l2("float32", 64, 49, False) == "none"        # 64 of 196 bytes back to back: the cached tile
     assert l2("int16", 60, 127, False) == "none"         # 60 of 254 bytes
-    assert l2("int16", 60, 129, False) == "both"         # 60 of 258 bytes
+    assert l2("int16", 60, 129, False) == "none"         # 60 of 258 bytes: a run of 15 480 bytes, staged
     assert l2("uint8", 12, 1000, True) == "none"         # pixels of 12 channels back to back
     assert l2("float32", 129, 1000, True) == "both"      # pixels of 516 bytes
     assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
@@ -3206,6 +3209,10 @@ def test_streamed_short_rows_on_lines_keep_the_padding(dtype, threads):
     ("float64", (8, 29, 3, 7), ("gather", "scatter")),
     ("uint8", (6, 330, 33, 33), ("scatter",)),
     ("uint8", (8, 33, 20, 20), ("gather",)),
+    # tasks of at most 32 KiB that were planned through the L2 buffers
+    ("int16", (8, 141, 5, 8), ("scatter",)),
+    ("uint32", (8, 78, 5, 4), ("scatter",)),
+    ("float32", (8, 60, 9, 14), ("gather", "scatter")),
 ], ids=str)
 def test_staged_tasks_stream_their_run(dtype, sizes, staged, threads):
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
@@ -3257,6 +3264,12 @@ def test_stage_tasks_bounds():
     assert not _planner.stage_tasks(plan(100, 200, dst_bytes=_planner.transpose_stream_min() - 1))
     assert not _planner.stage_tasks(plan(100, 200, tile=(100, 1, 256)))   # rows not back to back
     assert not _planner.stage_tasks(plan(100, 200, mode="block"))
+    # planned through both L2 buffers: staged instead up to STAGE_OVER_L2_BYTES a task
+    over = _planner.STAGE_OVER_L2_BYTES
+    assert _planner.stages_over_l2(plan(over // 256, 256, l2=2))
+    assert not _planner.stages_over_l2(plan(over // 256 + 1, 256, l2=2))
+    assert not _planner.stages_over_l2(plan(100, 200, l2=2, stream=False))
+    assert not _planner.stages_over_l2(plan(100, _planner.STAGE_TASK_MIN_ROW - 4, width=4, l2=2))
 
 
 # The engine takes staged tasks only in a tile plan that streams.
