@@ -207,6 +207,7 @@ cdef class Plan:
                 raise MemoryError()
             memcpy(self.plain_stores, &self.c, sizeof(dmls_copy))
             self.plain_stores.main.stream = 0
+            self.plain_stores.main.stage_tasks = 0   # (streamed out of its buffer)
         self.layout = layout
         self.src_extent = layout.src_extent
         self.dst_extent = layout.dst_extent

@@ -168,7 +168,8 @@ typedef struct {
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
     /* MODE_TILE that streams: a task whose destination is one run (rows
        back to back) and whose rows would take the cached tile is
-       transposed into a buffer and streamed out (tile.c). */
+       transposed into a buffer and streamed out (tile.c; a fresh output,
+       written without streaming stores, takes the cached tile). */
     int stage_tasks;
 } dmls_plan;
 

@@ -348,7 +348,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             }
             if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, next, scratch))
                 return;
-            if (p->stage_tasks && kds == jn * w && kn <= DMLS_SCRATCH_BLOCK_BYTES / kds &&
+            if (p->stage_tasks && p->stream && kds == jn * w && kn <= DMLS_SCRATCH_BLOCK_BYTES / kds &&
                     transpose_staged(w, sj, iss, dj, kds, kn, jn, scratch))
                 return;
             dmls_transpose_plain(w, sj, iss, dj, kds, kn, jn, transpose_flags(p), scratch);
