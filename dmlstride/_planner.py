@@ -1328,9 +1328,9 @@ def stage_tasks(plan: KernelPlan) -> bool:
         return False
     w = plan.width
     jn, _, ids = plan.inner
-    kn, kss, kds = plan.tile
-    k = plan.tile_piece if plan.tile_pieces > 1 else kn
-    return kss == w and ids == w and kds == jn * w and kds >= STAGE_TASK_MIN_ROW and k * kds <= STAGE_TASK_BYTES
+    _, kss, kds = plan.tile
+    return (kss == w and ids == w and kds == jn * w and kds >= STAGE_TASK_MIN_ROW
+            and task_k(plan) * kds <= STAGE_TASK_BYTES)
 
 
 #: Tile plans through both L2 buffers whose tasks each write one destination
@@ -1351,8 +1351,7 @@ def stages_over_l2(plan: KernelPlan) -> bool:
     """Whether a tile plan planned through L2 stages its tasks instead (STAGE_OVER_L2_BYTES)."""
     if plan.mode != "tile" or plan.tile is None:
         return False
-    k = plan.tile_piece if plan.tile_pieces > 1 else plan.tile[0]
-    return k * plan.tile[2] <= STAGE_OVER_L2_BYTES and stage_tasks(replace(plan, l2=0))
+    return task_k(plan) * plan.tile[2] <= STAGE_OVER_L2_BYTES and stage_tasks(replace(plan, l2=0))
 
 
 def tile_through_l2(plan: KernelPlan) -> bool:

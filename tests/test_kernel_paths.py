@@ -3284,10 +3284,10 @@ def test_engine_refuses_staged_tasks_outside_streaming_tiles(monkeypatch, sizes,
 
     monkeypatch.setattr(_planner, "plan_copy", broken)
     desc = ds.BufferTensorDesc.from_layout("float32", sizes, layout)
-    assert _planner.plan_copy(sizes, desc.effective_strides, ds.BufferTensorDesc("float32", sizes).effective_strides,
-                              32).main.mode == ("tile" if layout == "WH" else "memcpy")
+    packed = ds.BufferTensorDesc("float32", sizes).effective_strides
+    assert _planner.plan_copy(sizes, desc.effective_strides, packed, 32).main.mode == ("tile" if layout == "WH" else "memcpy")
     with pytest.raises(ValueError, match="staged tasks"):
-        _engine.Plan(sizes, desc.effective_strides, ds.BufferTensorDesc("float32", sizes).effective_strides, 32)
+        _engine.Plan(sizes, desc.effective_strides, packed, 32)
 
 
 # Short rows (16-512 bytes) into padded rows, in a copy that does not stream:
