@@ -1743,6 +1743,61 @@ def test_without_dimension_boundaries_k_takes_a_piece(dtype, sizes, order, op, k
     check()
 
 
+# Permutations whose first block split (the longest K) leaves J a line or
+# two of destination rows, and whose shorter K gives J more than 256 bytes:
+# the search goes on to the shorter K.  With BLOCK_J_ENOUGH_BYTES at one
+# line, the first split stays.  (dtype, sizes, layout order, op, K x J,
+# K x J at one line)
+LONGER_J_BLOCKS = [
+    ("float64", (3, 4, 26, 51, 14), (0, 1, 4, 3, 2), "gather", (26, 714), (442, 14)),
+    ("float16", (85, 12, 36, 66), (3, 1, 2, 0), "gather", (85, 594), (1020, 66)),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,split,at_a_line", LONGER_J_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}" for c in LONGER_J_BLOCKS])
+def test_a_shorter_k_where_j_would_span_a_line_or_two(dtype, sizes, order, op, split, at_a_line, threads):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and (plan.block.k_elems, plan.block.j_elems) == split
+    assert split[1] * plan.width >= _planner.BLOCK_J_ENOUGH_BYTES
+    check()
+
+
+@pytest.fixture
+def j_enough_at_a_line(monkeypatch):
+    yield from _planner_setting(monkeypatch, "BLOCK_J_ENOUGH_BYTES", 64)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,split,at_a_line", LONGER_J_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}" for c in LONGER_J_BLOCKS])
+def test_j_of_a_line_keeps_the_first_split(dtype, sizes, order, op, split, at_a_line, j_enough_at_a_line):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and (plan.block.k_elems, plan.block.j_elems) == at_a_line
+    check()
+
+
+@pytest.fixture
+def later_blocks_of_any_size(monkeypatch):
+    yield from _planner_setting(monkeypatch, "BLOCK_LATER_MIN_VALUES", 0)
+
+
+def test_a_shorter_k_only_for_a_block_of_4096_values(threads):
+    # K of 19 beside J of 45 (855 values) would replace 114 x 15; it is not
+    # taken (such small blocks ran slower), and the first split stays.
+    plan, check = _permutation_plan_and_check("float64", (2, 15, 9, 19, 3, 15), (2, 1, 5, 0, 4, 3),
+                                              (2, 1, 5, 0, 4, 3), "gather")
+    assert plan.mode == "block" and (plan.block.k_elems, plan.block.j_elems) == (114, 15)
+    assert 19 * 45 < _planner.BLOCK_LATER_MIN_VALUES
+    check()
+
+
+def test_without_the_bound_on_values_the_small_block_is_taken(later_blocks_of_any_size):
+    plan, check = _permutation_plan_and_check("float64", (2, 15, 9, 19, 3, 15), (2, 1, 5, 0, 4, 3),
+                                              (2, 1, 5, 0, 4, 3), "gather")
+    assert plan.mode == "block" and (plan.block.k_elems, plan.block.j_elems) == (19, 45)
+    check()
+
+
 # Blocks whose rows lie back to back in the destination in runs of 1 KiB or
 # more (the whole block one run, or several), in copies that stream but
 # whose rows could not: each block is transposed into a buffer and streamed
