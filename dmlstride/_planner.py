@@ -740,6 +740,40 @@ def whole_run_bytes(kgroup: list[Dim], run: int) -> int:
     return run * rows
 
 
+#: A block or tile plan of at least SUBLINE_MIN_TOTAL bytes whose innermost
+#: outer dimension moves both sides a line or more per step, but which has
+#: another whose stride on one side is under a line, runs that one innermost
+#: (subline_innermost): consecutive tasks then share that side's lines while
+#: they are in cache.  In destination order, a 24 MB uint8 scatter whose
+#: blocks each read 990 source rows of 42 bytes 3486 bytes apart, the next
+#: 42 bytes of those rows 7 blocks later (after 0.9 MB of other lines), ran
+#: at 2 GB/s on one thread, 0.21 of the memcpy limit on two.  In one process
+#: on the same buffers, alternating in a shuffled order (2 threads, 5
+#: rounds), with the old plan against itself as a control (0.99x): the 20
+#: unnamed 4-D and 5-D permutations of 8-70 MB of 2400 whose plans this
+#: changes (10 blocks, 10 tiles; one- and two-byte values) ran 1.53x faster
+#: by geometric mean (0.89-2.70x, 17 faster; 1.7-7 GB/s before).  Below
+#: 8 MB, in cache, 15 so planned measured 0.95x (0.63-1.26x); interleaving
+#: plans so reordered 0.66-0.92x (4), and keep their order.
+SUBLINE_INNERMOST = True
+SUBLINE_MIN_TOTAL = 8 << 20
+
+
+def subline_innermost(outer: list[Dim], total: int) -> list[Dim]:
+    """``outer`` (slowest first) of a copy of ``total`` bytes with the
+    dimension whose smaller non-zero stride is the shortest under 64 bytes
+    moved innermost, where the innermost's strides are both 64 bytes or more
+    (or zero); else as it is (see SUBLINE_INNERMOST)."""
+    if (not SUBLINE_INNERMOST or total < SUBLINE_MIN_TOTAL or len(outer) < 2
+            or 0 < min(outer[-1][1], outer[-1][2]) < 64):
+        return outer
+    short = [i for i, (_, a, b) in enumerate(outer[:-1]) if 0 < min(a, b) < 64]
+    if not short:
+        return outer
+    i = min(short, key=lambda i: min(outer[i][1], outer[i][2]))
+    return outer[:i] + outer[i + 1:] + [outer[i]]
+
+
 def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) -> KernelPlan | None:
     """A ``block`` plan if the layout has a source-contiguous group K and a
     destination-contiguous group J of at most ``group`` elements each that are
@@ -811,6 +845,7 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST) ->
     if jtot < 8 or (len(kgroup) == 1 and len(jgroup) == 1):
         return None
     dims.sort(key=lambda t: (t[2], t[1]), reverse=True)
+    dims = subline_innermost(dims, total)
     outer_count = math.prod(n for n, _, _ in dims)
     dst_bytes = outer_count * jtot * ktot * width
     # When consecutive k rows are adjacent in the destination (the first K
@@ -997,6 +1032,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
             tile = outer.pop(best)
     if mode == "memcpy":
         outer = short_rows_order(outer, inner_n * width)
+    elif mode == "tile":
+        outer = subline_innermost(outer, count * width)
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     plan.stream = (mode in ("memcpy", "fill") and copy_streams(mode, outer + [plan.inner], plan.dst_bytes)

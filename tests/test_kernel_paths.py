@@ -1798,6 +1798,54 @@ def test_without_the_bound_on_values_the_small_block_is_taken(later_blocks_of_an
     check()
 
 
+# Copies of 8 MB or more whose innermost outer dimension steps a line or
+# more on both sides, with another stepping under a line on one side: that
+# one runs innermost, so consecutive tasks share its lines.  (dtype, sizes,
+# layout order, op, mode, outer dimensions in destination order)
+SUBLINE_INNERMOST_CASES = [
+    ("uint8", (45, 154, 166, 21), (3, 2, 0, 1), "scatter", "block", [(83, 42, 13860), (7, 3451140, 990)]),
+    ("int16", (94, 126, 109, 17), (2, 1, 3, 0), "scatter", "tile", [(109, 34, 402696), (126, 3706, 3196)]),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,mode,dst_order", SUBLINE_INNERMOST_CASES,
+                         ids=[f"{c[0]}-{c[4]}" for c in SUBLINE_INNERMOST_CASES])
+def test_a_dimension_that_steps_under_a_line_runs_innermost(dtype, sizes, order, op, mode, dst_order, threads):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == mode and plan.outer == [dst_order[1], dst_order[0]]
+    assert min(plan.outer[-1][1:]) < 64 <= min(plan.outer[0][1:])
+    check()
+
+
+@pytest.fixture
+def destination_order(monkeypatch):
+    yield from _planner_setting(monkeypatch, "SUBLINE_INNERMOST", False)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,mode,dst_order", SUBLINE_INNERMOST_CASES,
+                         ids=[f"{c[0]}-{c[4]}" for c in SUBLINE_INNERMOST_CASES])
+def test_without_the_rule_the_outer_dimensions_keep_destination_order(dtype, sizes, order, op, mode, dst_order,
+                                                                      destination_order):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == mode and plan.outer == dst_order
+    check()
+
+
+@pytest.mark.parametrize("bound", [None, 0], ids=["8MiB", "none"])
+def test_copies_under_8_mb_keep_destination_order(monkeypatch, bound):
+    # A 3.4 MB uint8 scatter so planned: destination order below the bound,
+    # the dimension that steps under a line innermost without it.
+    if bound is not None:
+        monkeypatch.setattr(_planner, "SUBLINE_MIN_TOTAL", bound)
+    plan, check = _permutation_plan_and_check("uint8", (26, 26, 167, 30), (2, 0, 3, 1), (2, 0, 3, 1), "scatter")
+    assert plan.dst_bytes < 8 << 20 and len(plan.outer) >= 2
+    if bound is None:
+        assert min(plan.outer[-1][1:]) >= 64 and any(min(t[1:]) < 64 for t in plan.outer[:-1])
+    else:
+        assert min(plan.outer[-1][1:]) < 64 <= min(plan.outer[0][1:])
+    check()
+
+
 # Blocks whose rows lie back to back in the destination in runs of 1 KiB or
 # more (the whole block one run, or several), in copies that stream but
 # whose rows could not: each block is transposed into a buffer and streamed
