@@ -1045,37 +1045,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan.stage_tasks = stage_tasks(plan)
     if plan.l2 == 2 and stages_over_l2(plan):
         plan.l2, plan.stage_tasks = 0, True
-    if (mode == "memcpy" and RUN_TILE_MAX < run <= RUN_TILE_UNORDERED_MAX and outer
-            and not fast_dims_innermost(plan, run)):
-        runs = plan_runs(merged[:-1], run, count * width)
-        if runs is not None:
-            return runs
     return plan
-
-
-#: Runs of RUN_TILE_MAX + 1 to this many bytes (the run tile takes up to 32)
-#: take the run tile where a copy a run would not have its runs' neighbours
-#: on both sides innermost (fast_dims_innermost): its loops then leave a
-#: source or destination dimension whose runs lie back to back far out, and
-#: each line is fetched again on every pass.  In one process on the same
-#: buffers, alternating in a shuffled order (2 threads, 5 rounds), with the
-#: old plan against itself as a control (0.98x, 1.00x), 9 unnamed 5-D and
-#: 6-D permutations of 15-60 MB so planned ran 1.42x faster by geometric
-#: mean (0.94-1.83x), a fresh 16 of 12-60 MB 1.24x (0.78-1.87x, 12 faster;
-#: 0.59 -> 0.73 of the memcpy limit).  Where the copy a run has both
-#: innermost, the run tile measured 0.64-1.25x (7) and is not taken.
-RUN_TILE_UNORDERED_MAX = 32
-
-
-def fast_dims_innermost(plan: KernelPlan, run: int) -> bool:
-    """Whether a copy of ``run``-byte runs (mode memcpy) has, as its two
-    innermost loops, a dimension whose runs lie back to back in the source
-    and one whose runs lie back to back in the destination."""
-    loops = ([plan.tile] if plan.tile else []) + plan.outer[::-1]
-    if len(loops) < 2:
-        return False
-    a, b = loops[0], loops[1]
-    return (a[1] == run and b[2] == run) or (a[2] == run and b[1] == run)
 
 
 def split_tasks(plan: KernelPlan) -> None:
@@ -1150,10 +1120,18 @@ def interleave_streams(plan: KernelPlan) -> bool:
 #: 5-D permutations of 1.6-14 MB keeping runs of 5-16 bytes ran 1.74x faster by
 #: geometric mean (1.04-3.80x), 0.46 -> 0.79 of the memcpy limit; 20 with runs
 #: of 3-7 bytes (RGB images turned, 3 float16 values, dimensions of 2 to
-#: 400000) 1.97-5.71x, 0.04-0.20 -> 0.16-0.71.  Runs of 17-20 bytes ran
-#: 0.75-1.16x, of 18 slower in 5 of 6, of 24-28 bytes 0.77-1.13x: those keep a
-#: copy a run (the kernel takes up to 32 bytes).
-RUN_TILE_MAX = 16
+#: 400000) 1.97-5.71x, 0.04-0.20 -> 0.16-0.71.  Runs of 17-32 bytes (the
+#: kernel's widest) had taken the run tile only where a copy a run would not
+#: have both sides' back-to-back dimensions as its two innermost loops; since,
+#: in one process on the same buffers, alternating in a shuffled order (2
+#: threads, 5 rounds), with the old plan against itself as a control (1.02x,
+#: 1.00x), the 53 and 54 gathers and scatters of two sets of 3-D to 5-D
+#: permutations of 2-60 MB (runs of 17-31 bytes, one- to eight-byte values)
+#: that kept a copy a run ran 1.32x and 1.24x faster by geometric mean in the
+#: run tile (0.59-3.13x; 2-D transposes of 18-byte runs 1.44-2.50x; the
+#: slowest, 0.62-0.75x, gathers of 24-30-byte runs of two-byte values), they
+#: all do.
+RUN_TILE_MAX = 32
 
 
 def plan_runs(outer: list[Dim], run: int, dst_bytes: int) -> KernelPlan | None:

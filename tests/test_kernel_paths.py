@@ -534,13 +534,6 @@ def no_whole_blocks(monkeypatch):
     yield from _planner_setting(monkeypatch, "WHOLE_BLOCKS", False)
 
 
-@pytest.fixture
-def runs_up_to_32_bytes(monkeypatch):
-    # The run tile for runs of up to 32 bytes (the kernel takes them; the
-    # planner stops at RUN_TILE_MAX, 16).
-    yield from _planner_setting(monkeypatch, "RUN_TILE_MAX", 32)
-
-
 @pytest.mark.parametrize("op", ["gather", "scatter"])
 @pytest.mark.parametrize("dtype,sizes,order", [
     ("uint8", (40, 30, 24), (1, 0, 2)),
@@ -552,50 +545,44 @@ def runs_up_to_32_bytes(monkeypatch):
     ("float32", (30, 20, 8), (1, 0, 2)),            # 32
     ("uint8", (7, 9, 11, 21), (2, 0, 1, 3)),
 ], ids=str)
-def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads, runs_up_to_32_bytes):
+def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads):
     plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
     assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
     check()
 
 
-# Runs of 17-32 bytes: the run tile where a copy a run would leave a
-# dimension of back-to-back runs far out (first seven), a copy a run where its
-# two innermost loops are such dimensions of both sides (last six).
-# (dtype, sizes, order, op, run bytes, run tile)
-UNORDERED_RUNS = [
-    ("uint8", (23, 2, 5, 5, 6, 22), (3, 4, 1, 2, 0, 5), "gather", 22, True),
-    ("int16", (7, 15, 2, 9, 7, 14), (3, 4, 2, 0, 1, 5), "gather", 28, True),
-    ("uint8", (13, 14, 13, 31), (2, 1, 0, 3), "gather", 31, True),
-    ("int16", (10, 13, 2, 7, 10), (3, 0, 2, 1, 4), "scatter", 20, True),
-    ("float32", (3, 18, 23, 7), (2, 1, 0, 3), "scatter", 28, True),
-    ("int16", (20, 19, 3, 14), (2, 1, 0, 3), "scatter", 28, True),
-    ("int16", (10, 13, 2, 7, 16), (3, 0, 2, 1, 4), "gather", 32, True),
-    ("float32", (15, 2, 23, 8), (2, 0, 1, 3), "gather", 32, False),
-    ("uint8", (24, 16, 6, 22), (0, 2, 1, 3), "gather", 22, False),
-    ("float32", (17, 3, 19, 8), (0, 2, 1, 3), "gather", 32, False),
-    ("uint8", (17, 20, 14, 3, 17), (0, 2, 3, 1, 4), "scatter", 17, False),
-    ("float32", (11, 11, 10, 11, 6), (2, 1, 3, 0, 4), "scatter", 24, False),
-    ("uint8", (19, 19, 2, 13, 24), (0, 3, 1, 2, 4), "scatter", 24, False),
+# Runs of 17-32 bytes: the run tile, where a copy a run would leave a
+# dimension of back-to-back runs far out (first seven) and where its two
+# innermost loops are such dimensions of both sides (last six, which once
+# kept a copy a run).  (dtype, sizes, order, op, run bytes)
+WIDE_RUNS = [
+    ("uint8", (23, 2, 5, 5, 6, 22), (3, 4, 1, 2, 0, 5), "gather", 22),
+    ("int16", (7, 15, 2, 9, 7, 14), (3, 4, 2, 0, 1, 5), "gather", 28),
+    ("uint8", (13, 14, 13, 31), (2, 1, 0, 3), "gather", 31),
+    ("int16", (10, 13, 2, 7, 10), (3, 0, 2, 1, 4), "scatter", 20),
+    ("float32", (3, 18, 23, 7), (2, 1, 0, 3), "scatter", 28),
+    ("int16", (20, 19, 3, 14), (2, 1, 0, 3), "scatter", 28),
+    ("int16", (10, 13, 2, 7, 16), (3, 0, 2, 1, 4), "gather", 32),
+    ("float32", (15, 2, 23, 8), (2, 0, 1, 3), "gather", 32),
+    ("uint8", (24, 16, 6, 22), (0, 2, 1, 3), "gather", 22),
+    ("float32", (17, 3, 19, 8), (0, 2, 1, 3), "gather", 32),
+    ("uint8", (17, 20, 14, 3, 17), (0, 2, 3, 1, 4), "scatter", 17),
+    ("float32", (11, 11, 10, 11, 6), (2, 1, 3, 0, 4), "scatter", 24),
+    ("uint8", (19, 19, 2, 13, 24), (0, 3, 1, 2, 4), "scatter", 24),
+    ("float16", (173, 129, 9), (1, 0, 2), "gather", 18),       # a 2-D transpose of 18-byte runs
 ]
 
 
-@pytest.mark.parametrize("dtype,sizes,order,op,run,run_tile", UNORDERED_RUNS,
-                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in UNORDERED_RUNS])
-def test_runs_of_17_to_32_bytes_take_the_run_tile_where_a_copy_would_jump(dtype, sizes, order, op, run,
-                                                                         run_tile, threads, monkeypatch):
-    # With the bound at RUN_TILE_MAX, every one is a copy a run.
+@pytest.mark.parametrize("dtype,sizes,order,op,run", WIDE_RUNS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WIDE_RUNS])
+def test_runs_of_17_to_32_bytes_take_the_run_tile(dtype, sizes, order, op, run, threads, monkeypatch):
     def check_plan(plan):
-        if run_tile:
-            assert plan.mode == "tile" and plan.width == run
-        else:
-            assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
-            assert _planner.fast_dims_innermost(plan, run)
+        assert plan.mode == "tile" and plan.width == run
 
     _gather_and_scatter(dtype, sizes, order, op, check_plan)
-    monkeypatch.setattr(_planner, "RUN_TILE_UNORDERED_MAX", _planner.RUN_TILE_MAX)
+    # With the bound at 16 bytes, a copy a run.
+    monkeypatch.setattr(_planner, "RUN_TILE_MAX", 16)
     plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
     assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
-    assert _planner.fast_dims_innermost(plan, run) == (not run_tile)
 
 
 @pytest.fixture
@@ -688,7 +675,7 @@ def _check_short_last_dimension(dtype, last, stream):
         # rows of 2, 4 or 8 bytes are values of that width (a transpose)
         assert plan.describe()["width"] == last * dt.itemsize and plan.describe()["mode"] != "memcpy"
     elif last > 1 and 3 <= last * dt.itemsize <= _planner.RUN_TILE_MAX:
-        # other rows of up to 16 bytes: runs the run tile transposes whole
+        # other rows of up to 32 bytes: runs the run tile transposes whole
         assert plan.describe()["width"] == last * dt.itemsize and plan.describe()["mode"] == "tile"
         assert not plan.describe()["stream"]
     else:

@@ -147,8 +147,8 @@ def test_odd_runs_are_values_of_the_run_tile(op, dtype, sizes, order, tile, inne
 
 
 @pytest.mark.parametrize("op,dtype,sizes,order,why", [
-    ("gather", "float64", (40, 30, 3), (1, 0, 2), "runs of 24 bytes: past RUN_TILE_MAX"),
-    ("gather", "float16", (40, 30, 9), (1, 0, 2), "runs of 18 bytes: past RUN_TILE_MAX"),
+    ("gather", "float64", (40, 30, 5), (1, 0, 2), "runs of 40 bytes: past RUN_TILE_MAX"),
+    ("gather", "float16", (40, 30, 17), (1, 0, 2), "runs of 34 bytes: past RUN_TILE_MAX"),
     ("gather", "uint8", (40, 30, 4), (1, 0, 2), "runs of 4 bytes: values of that width"),
 ])
 def test_other_runs_keep_their_plans(op, dtype, sizes, order, why):
@@ -281,7 +281,7 @@ def test_revisit_bytes(outer, row, side, expect):
 @pytest.mark.parametrize("sizes,src,dst,why", [
     ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
     ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
-    ([1024, 16, 8], [8, 8192, 1], [128, 8, 1], "source order puts 1024 innermost"),
+    ([1024, 16, 9], [9, 9216, 1], [144, 9, 1], "source order puts 1024 innermost"),
 ])
 def test_other_row_copies_keep_destination_order(sizes, src, dst, why):
     plan = _planner.plan_copy(sizes, src, dst, 32).main

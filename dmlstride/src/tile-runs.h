@@ -9,7 +9,7 @@
 
 /* The widths it takes: 3 to DMLS_RUN_TILE_MAX bytes, other than 4 and 8
    (whose values the element kernels take); the planner (RUN_TILE_MAX)
-   gives it runs of up to 16. */
+   gives it all of them. */
 #define DMLS_RUN_TILE_MAX 32
 static inline int dmls_run_tile_width(int64_t w) {
     return w >= 3 && w <= DMLS_RUN_TILE_MAX && w != 4 && w != 8;
