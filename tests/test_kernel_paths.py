@@ -553,8 +553,8 @@ def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads):
 
 # Runs of 17-32 bytes: the run tile, where a copy a run would leave a
 # dimension of back-to-back runs far out (first seven) and where its two
-# innermost loops are such dimensions of both sides (last six, which once
-# kept a copy a run).  (dtype, sizes, order, op, run bytes)
+# innermost loops are such dimensions of both sides (the other seven, which
+# once kept a copy a run).  (dtype, sizes, order, op, run bytes)
 WIDE_RUNS = [
     ("uint8", (23, 2, 5, 5, 6, 22), (3, 4, 1, 2, 0, 5), "gather", 22),
     ("int16", (7, 15, 2, 9, 7, 14), (3, 4, 2, 0, 1, 5), "gather", 28),
@@ -1818,12 +1818,21 @@ def test_without_the_rule_the_outer_dimensions_keep_destination_order(dtype, siz
     check()
 
 
-@pytest.mark.parametrize("bound", [None, 0], ids=["8MiB", "none"])
-def test_copies_under_8_mb_keep_destination_order(monkeypatch, bound):
+@pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
+def subline_bound(request, monkeypatch):
+    # SUBLINE_MIN_TOTAL as it is (None), or at the parameter (the plans held
+    # by descriptor dropped, so that the copy runs the plan checked).
+    if request.param is None:
+        yield None
+        return
+    for _ in _planner_setting(monkeypatch, "SUBLINE_MIN_TOTAL", request.param):
+        yield request.param
+
+
+def test_copies_under_8_mb_keep_destination_order(subline_bound):
     # A 3.4 MB uint8 scatter so planned: destination order below the bound,
     # the dimension that steps under a line innermost without it.
-    if bound is not None:
-        monkeypatch.setattr(_planner, "SUBLINE_MIN_TOTAL", bound)
+    bound = subline_bound
     plan, check = _permutation_plan_and_check("uint8", (26, 26, 167, 30), (2, 0, 3, 1), (2, 0, 3, 1), "scatter")
     assert plan.dst_bytes < 8 << 20 and len(plan.outer) >= 2
     if bound is None:
