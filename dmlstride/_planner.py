@@ -1255,14 +1255,35 @@ def task_k(plan: KernelPlan) -> int:
     return plan.tile_piece or (plan.tile[0] if plan.tile is not None else 1)
 
 
+#: A transpose of at least PIECES_MIN_BYTES into destination rows off line
+#: boundaries, whose k has no divisor for enough tasks, keeps its segments and
+#: has k cut into pieces (tile_pieces) where the shorter segments would be
+#: PIECES_OVER_SEGMENTS_OF values or fewer.  Segments of 64 values made tasks
+#: of 64 source rows along all of k, each writing 64 values of every
+#: destination row (two lines of it in part), too short for the streaming
+#: kernels of such rows.  In one process on the same buffers, alternating in an
+#: order shuffled every round (2 threads, 7-11 rounds, the old plan against
+#: itself as a control: 0.94-1.06x), a fresh set of 24 unnamed 2-D and 3-D
+#: transposes of 0.3-60 MB whose plans change (one to eight bytes) ran 1.29x
+#: faster by geometric mean (0.76-1.84x, 21 faster; int16 3653 x 1561 1.84x,
+#: a uint8 1560 x 8897 scatter 0.76x); earlier sets of 16 streaming ones
+#: 1.12-1.39x, 9 of 10-12 MB that do not stream 1.25x (1.09-1.41x).  Under
+#: 256 KiB, uint8 ones of 65-130 KB ran 0.84-0.93x; destination rows on line
+#: boundaries (int16 rows of 2 KiB) 0.66-1.26x, so neither.
+PIECES_OVER_SEGMENTS_OF = 64
+PIECES_MIN_BYTES = 256 << 10
+
+
 def split_tile_rows(plan: KernelPlan) -> bool:
     """Cut a transpose's k rows into pieces, when it has too few tasks.
 
     The smallest a that brings the tasks to MIN_TILE_TASKS and leaves pieces of at least
     MIN_TILE_ROWS rows, if it is at most MAX_TILE_CUT times the pieces needed (k = 283 x
     397 would otherwise be cut in 283 pieces where 4 would do).  When k has no such
-    divisor, the rows of j are cut into shorter segments instead, down to 64 values; where
-    they cannot be (rows of 64 values or fewer, short rows back to back), pieces of at
+    divisor, the rows of j are cut into shorter segments instead, down to 64 values (but a
+    copy into rows off line boundaries keeps segments that would end so short:
+    PIECES_OVER_SEGMENTS_OF); where they cannot be (rows of 64 values or fewer, short rows
+    back to back, those copies), pieces of at
     least MIN_TILE_PIECE rows will do (not for short ragged rows back to back, whose
     kernel takes RAGGED_MIN_ROWS): equal ones where a divisor of k gives them, else
     ``tile_pieces`` pieces of ``tile_piece`` rows, the last one shorter, which the
@@ -1294,8 +1315,18 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         # instead, whole multiples of 64 values, so that two threads get even
         # shares (not rows kept whole for the kernels of short rows back to back).
         want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))   # segments per row
+        before = plan.segment_len
         split_segments(plan, longest=whole_tiles_share(plan.inner[0], want))
-        return False
+        if not (plan.dst_bytes >= PIECES_MIN_BYTES and kds % 64 != 0 and plan.segment_len <= PIECES_OVER_SEGMENTS_OF
+                and min(need, k // MIN_TILE_PIECE) >= 2):
+            return False
+        # Into rows off line boundaries, segments this short leave each
+        # task's piece of a destination row a line or so, two lines of it
+        # written in part: the segments stay as they were and k is cut into
+        # pieces below instead (PIECES_OVER_SEGMENTS_OF).
+        plan.segment_len = before
+        plan.segments = -(-plan.inner[0] // before)
+        plan.tasks = plan.outer_count * plan.segments * plan.tile_pieces
     # Pieces of at least MIN_TILE_PIECE rows: equal ones where k has a divisor
     # that gives them, else pieces of k that the executor cuts itself
     # (tile_pieces: the last piece holds the rest; a 350003 x 45 transpose).

@@ -747,12 +747,32 @@ def test_wide_ragged_channel_counts_to_channels_last(dtype, channels, threads):
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, threads):
     # 371 = 7 * 53 rows have no piece count of 16 or more with pieces of 256:
-    # the 371 columns are cut into segments of 64 instead, 6 tasks.
+    # under PIECES_MIN_BYTES (one-byte values, 138 KB) the 371 columns are cut
+    # into segments of 64 instead, 6 tasks; from it (rows off line
+    # boundaries) the columns stay whole and k is cut into 5 pieces of 75
+    # rows, the last 71.  Gathered and scattered against numpy.
     desc = ds.BufferTensorDesc(dtype, [371, 371], strides=[1, 371])
-    plan = _engine.Plan([371, 371], desc.effective_strides, [371, 1], desc.element_bits)
-    assert plan.describe()["tasks"] == 6 and plan.describe()["segment"] == 64
-    buf = _random_buffer(desc.total_tensor_size_in_bytes, 371)
-    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+    plan = _engine.Plan([371, 371], desc.effective_strides, [371, 1], desc.element_bits).describe()
+    if 371 * 371 * desc.element_bits // 8 < _planner.PIECES_MIN_BYTES:
+        assert plan["tasks"] == 6 and plan["segment"] == 64 and plan["tile_pieces"] is None
+    else:
+        assert plan["tasks"] == 5 and plan["segment"] == 371 and plan["tile_pieces"] == (5, 75)
+    _check_gather_and_scatter(desc, np.random.default_rng(371))
+
+
+@pytest.mark.parametrize("dtype,rows,cols", [("float32", 3001, 1382), ("int16", 3653, 1561),
+                                             ("uint8", 8193, 1025), ("float64", 2099, 1847)])
+def test_transposes_cut_into_uneven_pieces_of_k(dtype, rows, cols, threads):
+    # Column-major matrices of 8-31 MB whose rows (k) have no divisor for
+    # enough tasks, into rows off line boundaries: whole segments of 256
+    # columns and k in uneven pieces (the last shorter), streamed; gathered
+    # and scattered with guard bytes against numpy.
+    desc = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
+    plan = transfer._plan(desc, "gather").describe()
+    pieces, piece = plan["tile_pieces"]
+    assert plan["mode"] == "tile" and plan["segment"] == 256 and plan["stream"]
+    assert (pieces - 1) * piece < rows < pieces * piece
+    _check_gather_and_scatter(desc, np.random.default_rng(rows))
 
 
 @pytest.mark.parametrize("dtype,channels", [("uint8", c) for c in (5, 6, 8, 9, 10, 12, 13, 15)]

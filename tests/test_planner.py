@@ -358,18 +358,56 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits):
 
 
 @pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
-                                                    (1999, 2861, 16, 128), (8193, 1025, 8, 64)])
+                                                    (1999, 2861, 16, 128)])
 def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
     # Where k has no divisor that brings the tasks to MIN_TILE_TASKS, the rows
     # are cut into shorter segments again: the longest whole 64-value tiles up
     # to about MIN_TILE_TASKS of them that still give that many tasks (2861
-    # values: 16 of 192 would be 15, so 128), else 64 values, as for any
-    # transpose (1025 values in segments of 128 would leave 9 tasks).
+    # values: 16 of 192 would be 15, so 128).
     plan = _transpose_2d(rows, cols, bits)
     assert _planner.memory_tile_segments(plan)
     assert plan.segment_len == segment
     assert plan.tasks >= _planner.MIN_TILE_TASKS
     assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
+
+
+def _covers_k_in_pieces(plan, rows):
+    # k (rows values) is covered exactly: equal pieces as an outer dimension,
+    # or tile_pieces pieces of tile_piece rows, the last one shorter.
+    if plan.tile_pieces > 1:
+        assert plan.tile[0] == rows and plan.tile_piece >= _planner.MIN_TILE_PIECE
+        assert (plan.tile_pieces - 1) * plan.tile_piece < rows <= plan.tile_pieces * plan.tile_piece
+    else:
+        assert plan.outer_count * plan.tile[0] == rows and plan.outer_count > 1
+
+
+@pytest.mark.parametrize("rows,cols,bits", [(8193, 1025, 8), (3001, 1382, 32), (3653, 1561, 16),
+                                            (1811, 1421, 32), (371, 371, 64), (435, 654, 32)])
+def test_rows_off_lines_cut_k_where_segments_would_be_64_values(rows, cols, bits):
+    # A prime-like k with destination rows off line boundaries, at least
+    # PIECES_MIN_BYTES: rather than segments of 64 values (which the shorter
+    # segments would be), the segments stay as long as before and k is cut
+    # into pieces of at least MIN_TILE_PIECE rows.
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile" and plan.tile[2] % 64 != 0 and plan.dst_bytes >= _planner.PIECES_MIN_BYTES
+    assert plan.segment_len > _planner.PIECES_OVER_SEGMENTS_OF
+    assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
+    _covers_k_in_pieces(plan, rows)
+    assert plan.tasks == plan.outer_count * plan.segments * plan.tile_pieces
+
+
+@pytest.mark.parametrize("rows,cols,bits,why", [
+    (8193, 1025, 8, "bound raised"),    # as above, with PIECES_MIN_BYTES past its size
+    (354, 326, 8, "small"),             # 115 KB
+    (2119, 1024, 16, "rows line-aligned"),  # 2 KiB destination rows
+])
+def test_segments_of_64_values_where_pieces_do_not_apply(monkeypatch, rows, cols, bits, why):
+    if why == "bound raised":
+        monkeypatch.setattr(_planner, "PIECES_MIN_BYTES", 1 << 40)
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile" and plan.segment_len == 64 and plan.tile_pieces == 1
+    assert plan.outer_count == 1 and plan.tile[0] == rows
+    assert (plan.tile[2] % 64 == 0) == (why == "rows line-aligned")
 
 
 @pytest.mark.parametrize("rows,cols,bits,why", [
