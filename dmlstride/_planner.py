@@ -1266,10 +1266,13 @@ def task_k(plan: KernelPlan) -> int:
 #: itself as a control: 0.94-1.06x), a fresh set of 24 unnamed 2-D and 3-D
 #: transposes of 0.3-60 MB whose plans change (one to eight bytes) ran 1.29x
 #: faster by geometric mean (0.76-1.84x, 21 faster; int16 3653 x 1561 1.84x,
-#: a uint8 1560 x 8897 scatter 0.76x); earlier sets of 16 streaming ones
-#: 1.12-1.39x, 9 of 10-12 MB that do not stream 1.25x (1.09-1.41x).  Under
-#: 256 KiB, uint8 ones of 65-130 KB ran 0.84-0.93x; destination rows on line
-#: boundaries (int16 rows of 2 KiB) 0.66-1.26x, so neither.
+#: a uint8 1560 x 8897 scatter 0.76x).  Before it, streaming ones: 5 float32
+#: ones 1.39x (1.10-1.56x), 7 of one and two bytes 1.31x (1.05-1.68x); 9 of
+#: 10-12 MB that do not stream 1.25x (1.09-1.41x); 0.3-1.1 MB ones (371 x 371
+#: float16 to float64, 311 x 463 int16) 1.20-2.02x, but a 263 x 397 float32
+#: one 0.84-0.85x.  Under 256 KiB, uint8 ones of 65-130 KB ran 0.84-0.93x;
+#: destination rows on line boundaries (int16 rows of 2 KiB) 0.66-1.26x, so
+#: neither.
 PIECES_OVER_SEGMENTS_OF = 64
 PIECES_MIN_BYTES = 256 << 10
 

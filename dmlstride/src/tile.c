@@ -256,7 +256,7 @@ static int transpose_flags(const dmls_plan *p) {
 static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, int64_t iss) {
     const int close = iss <= DMLS_CLOSE_ROW_BYTES;
     if (!p->stream || jn * w < DMLS_SHIFTED_MIN_RUN) return 0;
-    if (w == 1) return (close && kn <= 64);
+    if (w == 1) return close && kn <= 64;
     if (w == 2 && p->l2 && !close) return 0;
     if (w != 2 && w < 4) return 0;
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG;

@@ -527,10 +527,11 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
            (2 threads, 9 rounds, the old kernel against itself as a control:
            0.94-1.06x), 28 unnamed 2-D transposes and NCHW-like gathers and
            scatters of 12-60 MB with line-aligned destination rows ran 1.20x
-           faster by geometric mean: one- and two-byte values 1.19-1.66x (20
-           of 20 but four 0.96-1.04x; uint8 4032 x 5440 1.19x and 1.23x,
-           int16 4 x 3392 x 2144 1.66x and 1.50x), 4- and 8-byte ones
-           0.96-1.06x, even.  128 or 384 bytes ahead measured the same. */
+           faster by geometric mean: one- and two-byte values 1.19-1.66x in
+           15 of 18 (uint8 4032 x 5440 1.19x and 1.23x, int16 4 x 3392 x
+           2144 1.66x and 1.50x), the other three 0.96-1.03x; 4- and 8-byte
+           ones 0.96-1.06x, even.  128 or 384 bytes ahead measured the
+           same. */
         const int ahead = sj > DMLS_CLOSE_ROW_BYTES;
         const int64_t steps = (kn + N - 1) / N;
         /* By lines (see above): k0..k1, whole lines of each row when the
