@@ -1318,18 +1318,15 @@ def split_tile_rows(plan: KernelPlan) -> bool:
         # instead, whole multiples of 64 values, so that two threads get even
         # shares (not rows kept whole for the kernels of short rows back to back).
         want = -(-MIN_TILE_TASKS // max(plan.outer_count, 1))   # segments per row
-        before = plan.segment_len
         split_segments(plan, longest=whole_tiles_share(plan.inner[0], want))
         if not (plan.dst_bytes >= PIECES_MIN_BYTES and kds % 64 != 0 and plan.segment_len <= PIECES_OVER_SEGMENTS_OF
                 and min(need, k // MIN_TILE_PIECE) >= 2):
             return False
         # Into rows off line boundaries, segments this short leave each
         # task's piece of a destination row a line or so, two lines of it
-        # written in part: the segments stay as they were and k is cut into
-        # pieces below instead (PIECES_OVER_SEGMENTS_OF).
-        plan.segment_len = before
-        plan.segments = -(-plan.inner[0] // before)
-        plan.tasks = plan.outer_count * plan.segments * plan.tile_pieces
+        # written in part: the segments go back to what they were and k is
+        # cut into pieces below instead (PIECES_OVER_SEGMENTS_OF).
+        split_segments(plan)
     # Pieces of at least MIN_TILE_PIECE rows: equal ones where k has a divisor
     # that gives them, else pieces of k that the executor cuts itself
     # (tile_pieces: the last piece holds the rest; a 350003 x 45 transpose).
