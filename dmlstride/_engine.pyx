@@ -201,13 +201,26 @@ cdef class Plan:
         if layout.kind == "staged_both":
             _load_runs(&self.c.src_runs, layout.src_runs)
             _load_runs(&self.c.dst_runs, layout.dst_runs)
-        if self.c.main.stream and self.plain_stores == NULL:
+        if layout.rest is not None:
+            # The rest of a copy cut in two must lie within the whole copy's
+            # extents on both sides (exact Python ints).
+            if (layout.kind != "plain" or layout.rest_src < 0 or layout.rest_dst < 0
+                    or layout.rest_src + layout.rest_extent[0] > layout.src_extent
+                    or layout.rest_dst + layout.rest_extent[1] > layout.dst_extent):
+                raise ValueError("plan: the rest of a copy cut in two lies outside the copy")
+            _load_plan(&self.c.rest, layout.rest)
+            self.c.has_rest = 1
+            self.c.rest_src = layout.rest_src
+            self.c.rest_dst = layout.rest_dst
+        if (self.c.main.stream or self.c.rest.stream) and self.plain_stores == NULL:
             self.plain_stores = <dmls_copy*>malloc(sizeof(dmls_copy))
             if self.plain_stores == NULL:
                 raise MemoryError()
             memcpy(self.plain_stores, &self.c, sizeof(dmls_copy))
             self.plain_stores.main.stream = 0
             self.plain_stores.main.stage_tasks = 0   # (streamed out of its buffer)
+            self.plain_stores.rest.stream = 0
+            self.plain_stores.rest.stage_tasks = 0
         self.layout = layout
         self.src_extent = layout.src_extent
         self.dst_extent = layout.dst_extent

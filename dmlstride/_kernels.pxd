@@ -74,7 +74,11 @@ cdef extern from "src/plan.h":
     ctypedef struct dmls_copy:
         int kind
         int whole_bytes
+        int has_rest
+        int64_t rest_src
+        int64_t rest_dst
         dmls_plan main
+        dmls_plan rest
         dmls_plan sub
         dmls_plan src_runs
         dmls_plan dst_runs

@@ -1817,7 +1817,9 @@ SUBLINE_INNERMOST_CASES = [
 
 @pytest.mark.parametrize("dtype,sizes,order,op,mode,dst_order", SUBLINE_INNERMOST_CASES,
                          ids=[f"{c[0]}-{c[4]}" for c in SUBLINE_INNERMOST_CASES])
-def test_a_dimension_that_steps_under_a_line_runs_innermost(dtype, sizes, order, op, mode, dst_order, threads):
+def test_a_dimension_that_steps_under_a_line_runs_innermost(dtype, sizes, order, op, mode, dst_order, threads,
+                                                            no_cuts):
+    # (The int16 tile would be cut in two for a block: 109 beside 17 values.)
     plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
     assert plan.mode == mode and plan.outer == [dst_order[1], dst_order[0]]
     assert min(plan.outer[-1][1:]) < 64 <= min(plan.outer[0][1:])
@@ -1832,7 +1834,7 @@ def destination_order(monkeypatch):
 @pytest.mark.parametrize("dtype,sizes,order,op,mode,dst_order", SUBLINE_INNERMOST_CASES,
                          ids=[f"{c[0]}-{c[4]}" for c in SUBLINE_INNERMOST_CASES])
 def test_without_the_rule_the_outer_dimensions_keep_destination_order(dtype, sizes, order, op, mode, dst_order,
-                                                                      destination_order):
+                                                                      destination_order, no_cuts):
     plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
     assert plan.mode == mode and plan.outer == dst_order
     check()
@@ -4092,3 +4094,74 @@ def test_runs_of_tiles_of_1_to_4_kib_joined(dtype, sizes, layout, op, level, thr
     assert plan["outer"][-1][2] == jn * w and plan["outer"][-1][0] >= 4
     with _isa_level(level):
         _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
+@pytest.fixture
+def no_cuts(monkeypatch):
+    # No copy cut in two (split_for_block).
+    yield from _planner_setting(monkeypatch, "SPLIT_FOR_BLOCKS", False)
+
+
+@pytest.fixture
+def cut_small_copies(monkeypatch):
+    # Copies of any size cut in two where a dimension stops a block's group
+    # (split_for_block), plans made by descriptor dropped on the way in and out.
+    yield from _planner_setting(monkeypatch, "SPLIT_MIN_BYTES", 0)
+
+
+def _check_cut_copy(dtype, sizes, order, op, seed):
+    # The copy's plan is cut in two; gathered (into a fresh array and into
+    # out=) and scattered (random bytes, 16 guard bytes after) against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    src, dst = (desc.effective_strides, packed) if op == "gather" else (packed, desc.effective_strides)
+    plan = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+    assert plan.main.mode == "block" and plan.rest is not None
+    rng = np.random.default_rng(seed)
+    if op == "gather":
+        buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+        expect = _numpy_gather(buf, desc)
+        assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+        out = np.empty_like(expect)
+        assert ds.gather(buf, desc, out=out) is out and out.tobytes() == expect.tobytes()
+    else:
+        dt = ds.numpy_dtype(desc.data_type)
+        values = np.frombuffer(rng.integers(0, 256, math.prod(sizes) * dt.itemsize, dtype=np.uint8).tobytes(),
+                               dt).reshape(sizes)
+        _check_scatter(values, desc, bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 16,
+                                                            dtype=np.uint8).tobytes()))
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("uint8", (2, 50, 3, 83, 28), (3, 2, 0, 4, 1)),
+    ("int16", (5, 19, 251, 21), (3, 2, 0, 1)),       # a gather's rest is a tile
+    ("float16", (3, 80, 127, 51), (3, 0, 2, 1)),
+    ("uint32", (5, 37, 59, 47), (3, 0, 2, 1)),
+])
+def test_copies_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_streaming_copy_cut_in_two(op, threads):
+    # 15.8 MB, streamed: a fresh output takes the plan without streaming
+    # stores, rest included.
+    _check_cut_copy("int16", (79, 19, 251, 21), (3, 2, 0, 1), op, 7)
+
+
+def test_rest_outside_the_copy_refused(monkeypatch):
+    # A rest whose reach passes the whole copy's extent on either side never
+    # reaches the kernels.
+    sizes, src, dst = [2, 50, 3, 83, 28], [1400, 1, 2800, 8400, 50], [348600, 6972, 2324, 28, 1]
+    monkeypatch.setattr(_planner, "SPLIT_MIN_BYTES", 0)
+    good = _engine.Plan(sizes, src, dst, 8)
+    assert good.layout.rest is not None
+    real = _planner.split_for_block
+    for shift in [(1, 0), (0, 1), (-good.layout.rest_src - 1, 0)]:
+        def shifted(main, dims, width, shift=shift):
+            first, rest, rs, rd, rest_dims = real(main, dims, width)
+            return first, rest, rs + shift[0], rd + shift[1], rest_dims
+        monkeypatch.setattr(_planner, "split_for_block", shifted)
+        with pytest.raises(ValueError, match="outside the copy"):
+            _engine.Plan(sizes, src, dst, 8)

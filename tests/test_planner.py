@@ -425,6 +425,97 @@ def test_other_transposes_keep_short_segments(rows, cols, bits, why):
     assert plan.segment_len < _planner.MEMORY_TILE_SEGMENT or plan.segment_len == cols or plan.l2, why
 
 
+def _permutation_plan(dtype, sizes, order, op):
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    src, dst = (desc.effective_strides, packed) if op == "gather" else (packed, desc.effective_strides)
+    return _planner.plan_copy(list(sizes), src, dst, desc.element_bits), src, dst
+
+
+def _element_offsets(sizes, strides):
+    # Every element's offset (elements), in C order of its index.
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * s for n, s in zip(sizes, strides)], indexing="ij")
+    return sum(grids).reshape(-1)
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype,sizes,order,cut", [
+    ("uint8", (22, 50, 22, 83, 28), (3, 2, 0, 4, 1), 3),   # 83 beside 28 values: room for 36
+    ("int16", (79, 19, 251, 21), (3, 2, 0, 1), 2),         # 251 beside 21: room for 39 or 48
+    ("float16", (58, 80, 127, 51), (3, 0, 2, 1), 2),       # 127 beside 80 or 51
+])
+def test_tile_cut_in_two_where_a_dimension_stops_the_block(dtype, sizes, order, cut, op):
+    # A tile with a side of under SPLIT_TILE_SIDE_BYTES, where a dimension
+    # with no divisor that fits stops a block's group: its first part (the
+    # most whole multiples of the room) is a block, the rest runs after it
+    # from the offsets of that dimension's first index past the part.
+    plan, src, dst = _permutation_plan(dtype, sizes, order, op)
+    width = np.dtype(dtype).itemsize
+    assert plan.kind == "plain" and plan.main.mode == "block" and plan.rest is not None
+    n = sizes[cut]
+    head = plan.main.dst_bytes // (math.prod(sizes) // n * width)
+    assert plan.main.dst_bytes + plan.rest.dst_bytes == math.prod(sizes) * width
+    assert 0 < head < n and plan.main.dst_bytes == head * math.prod(sizes) // n * width
+    assert (plan.rest_src, plan.rest_dst) == (head * src[cut] * width, head * dst[cut] * width)
+    rest_sizes = list(sizes)
+    rest_sizes[cut] = n - head
+    assert plan.rest_extent == (sum((m - 1) * a for m, a in zip(rest_sizes, src)) * width + width,
+                                sum((m - 1) * b for m, b in zip(rest_sizes, dst)) * width + width)
+    assert plan.rest_src + plan.rest_extent[0] <= plan.src_extent
+    assert plan.rest_dst + plan.rest_extent[1] <= plan.dst_extent
+    with_rest = _planner.describe(plan)["rest"]
+    assert with_rest == {"mode": plan.rest.mode, "src": plan.rest_src, "dst": plan.rest_dst}
+
+
+def test_parts_of_a_cut_copy_cover_each_element_once():
+    # The two parts' destination offsets (each part's own elements, the rest
+    # shifted by its offset) are the whole copy's, each once, and each comes
+    # with its own source offset: checked element by element on a small cut.
+    sizes, order = (2, 50, 3, 83, 28), (3, 2, 0, 4, 1)
+    old = _planner.SPLIT_MIN_BYTES
+    _planner.SPLIT_MIN_BYTES = 0
+    try:
+        plan, src, dst = _permutation_plan("uint8", sizes, order, "gather")
+    finally:
+        _planner.SPLIT_MIN_BYTES = old
+    assert plan.main.mode == "block" and plan.rest is not None
+    head = plan.rest_dst // dst[3]
+    assert plan.rest_src == head * src[3]
+    first, rest = list(sizes), list(sizes)
+    first[3], rest[3] = head, sizes[3] - head
+    pairs = np.concatenate([
+        np.stack([_element_offsets(first, src), _element_offsets(first, dst)], 1),
+        np.stack([_element_offsets(rest, src) + plan.rest_src, _element_offsets(rest, dst) + plan.rest_dst], 1)])
+    whole = np.stack([_element_offsets(sizes, src), _element_offsets(sizes, dst)], 1)
+    order_by_dst = np.argsort(pairs[:, 1])
+    assert np.array_equal(pairs[order_by_dst], whole[np.argsort(whole[:, 1])])
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,why", [
+    ("int16", (11, 42, 17, 37, 60), (4, 3, 0, 2, 1), "scatter", "a block already"),
+    ("float64", (41, 61, 41, 53), (2, 0, 3, 1), "scatter", "long sides"),     # 488 x 424 bytes
+    ("uint8", (2, 50, 3, 83, 28), (3, 2, 0, 4, 1), "gather", "small"),       # 0.7 MB
+    ("uint8", (22, 50, 22, 80, 28), (3, 2, 0, 4, 1), "gather", "divisor"),   # 80 = 4 x 20
+    ("uint8", (22, 50, 22, 83, 28), (3, 2, 0, 4, 1), "gather", "switched off"),
+])
+def test_copies_not_cut(dtype, sizes, order, op, why, monkeypatch):
+    if why == "switched off":
+        monkeypatch.setattr(_planner, "SPLIT_FOR_BLOCKS", False)
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.rest is None and _planner.describe(plan)["rest"] is None, why
+    assert plan.main.dst_bytes == math.prod(sizes) * np.dtype(dtype).itemsize
+
+
+def test_group_stop_finds_the_dimension_and_the_most_that_fits():
+    # (size, source stride, destination stride) bytes, destination order: K
+    # is the 50 values of source stride 1, J the 28 of destination stride 1
+    # and room for 1024 // 28 = 36 more; 83 has no divisor past 1.
+    merged = [(22, 1400, 2556400), (50, 1, 51128), (22, 30800, 2324), (83, 677600, 28), (28, 50, 1)]
+    assert _planner.group_stop(merged, 1) == (3, 72)
+    merged[3] = (80, 677600, 28)   # 20 of 80 fits: more than half the room
+    assert _planner.group_stop(merged, 1) is None
+
+
 @pytest.mark.parametrize("rows,cols,bits", [(2048, 2048, 16), (4096, 2048, 8), (1024, 4096, 8), (3000, 2048, 8),
                                             (2560, 2048, 16), (5000, 1024, 16)])
 def test_tall_tiles_take_long_segments(rows, cols, bits, monkeypatch):

@@ -1023,6 +1023,7 @@ static void run_staged_both(const dmls_copy *c, const char *s, char *d, int64_t 
 
 typedef struct {
     const dmls_copy *c;
+    const dmls_plan *p;     /* a plain copy's plan: its main one or its rest */
     const char *s;
     char *d;
     int64_t chunk;
@@ -1057,14 +1058,16 @@ static int64_t lane_chunk(int64_t c, int64_t n, int64_t lanes) {
     return r * len + (r < extra ? r : extra) + q;
 }
 
-/* Units [t0, t1) of c: tasks of a plain copy, blocks of a staged one. */
-static void run_units(const dmls_copy *c, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
+/* Units [t0, t1) of c: tasks of a plain copy's plan p, blocks of a staged
+   one. */
+static void run_units(const dmls_copy *c, const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1,
+                      char *scratch) {
     if (c->kind == DMLS_COPY_STAGED_BOTH)
         run_staged_both(c, s, d, t0, t1, scratch);
     else if (c->kind == DMLS_COPY_STAGED)
         run_staged(c, s, d, t0, t1, scratch);
     else
-        dmls_run_tasks(&c->main, s, d, t0, t1, scratch);
+        dmls_run_tasks(p, s, d, t0, t1, scratch);
 }
 
 static void job_chunk(void *ctx, int64_t chunk) {
@@ -1073,11 +1076,12 @@ static void job_chunk(void *ctx, int64_t chunk) {
     t0 = lane_chunk(chunk, j->nchunks, j->lanes) * j->chunk;
     t1 = t0 + j->chunk < j->total ? t0 + j->chunk : j->total;
     /* A pool thread has its arena before it takes a chunk. */
-    run_units(j->c, j->s, j->d, t0, t1, dmls_scratch());
+    run_units(j->c, j->p, j->s, j->d, t0, t1, dmls_scratch());
 }
 
-void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *scratch) {
-    const dmls_plan *p = &c->main;
+/* c with p its main plan, or a plain copy with p its rest. */
+static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char *d, int nthreads,
+                     char *scratch) {
     /* Units run in parallel only when no two of them write the same byte:
        packing nibbles on one side stays on one thread (neighbouring blocks
        may share a byte), nibbles on both sides only with whole_bytes, and
@@ -1090,11 +1094,12 @@ void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *sc
     if (c->kind == DMLS_COPY_STAGED && p->dst_nibble) parallel = 0;
     if (c->kind == DMLS_COPY_STAGED_BOTH && !c->whole_bytes) parallel = 0;
     if (!parallel) {
-        run_units(c, s, d, 0, units, scratch);
+        run_units(c, p, s, d, 0, units, scratch);
         return;
     }
     nchunks = (int64_t)nthreads * 8 < units ? (int64_t)nthreads * 8 : units;
     j.c = c;
+    j.p = p;
     j.s = s;
     j.d = d;
     j.total = units;
@@ -1102,4 +1107,10 @@ void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *sc
     j.nchunks = (units + j.chunk - 1) / j.chunk;
     j.lanes = nthreads;
     dmls_parallel(job_chunk, &j, j.nchunks, nthreads);
+}
+
+void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *scratch) {
+    run_copy(c, &c->main, s, d, nthreads, scratch);
+    if (c->kind == DMLS_COPY_PLAIN && c->has_rest)
+        run_copy(c, &c->rest, s + c->rest_src, d + c->rest_dst, nthreads, scratch);
 }

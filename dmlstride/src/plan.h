@@ -174,13 +174,20 @@ typedef struct {
 } dmls_plan;
 
 /* One copy: a plan, or a staged 4-bit copy (outer blocks of main, each
-   moved through a byte stage by the byte plan sub). */
+   moved through a byte stage by the byte plan sub).  A plain copy may be
+   cut in two along one dimension (the planner's split_for_block): main
+   copies the first part, rest the others from rest_src and rest_dst
+   bytes on. */
 enum { DMLS_COPY_PLAIN = 0, DMLS_COPY_STAGED = 1, DMLS_COPY_STAGED_BOTH = 2 };
 
 typedef struct {
     int kind;               /* DMLS_COPY_* */
     int whole_bytes;        /* STAGED_BOTH: no two blocks share a destination byte */
+    int has_rest;           /* PLAIN: rest runs after main */
+    int64_t rest_src;
+    int64_t rest_dst;
     dmls_plan main;
+    dmls_plan rest;
     dmls_plan sub;
     /* STAGED_BOTH: a block's runs on each side: inner_size nibbles per run,
        outer dims with stage strides (outer_src_stride, bytes) and buffer

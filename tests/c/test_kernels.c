@@ -552,12 +552,14 @@ static void test_block_large_groups(void) {
     }
 }
 
-/* ---- plain plans through the executor, 1 and 4 threads ---- */
+/* ---- plain plans through the executor, 1 and 4 threads, whole or cut in
+   two (the first 123 rows, then the rest from their offsets) ---- */
 static void test_execute(void) {
-    int wi, mode, threads;
+    int wi, mode, threads, cut;
     for (wi = 0; wi < 4; wi++)
         for (mode = 0; mode < 3; mode++)
-            for (threads = 1; threads <= 4; threads += 3) {
+            for (threads = 1; threads <= 4; threads += 3)
+            for (cut = 0; cut <= 1; cut++) {
                 const int W = widths[wi];
                 const int64_t rows = 300, cols = 257;
                 /* memcpy: rows of cols contiguous; fill: stride-0 source;
@@ -585,9 +587,20 @@ static void test_execute(void) {
                 c.main.segments = 3;
                 c.main.tasks = rows * 3;
                 c.main.dst_bytes = (int64_t)1 << 20;   /* large enough to split over threads */
+                if (cut) {
+                    c.rest = c.main;
+                    c.main.outer_size[0] = c.main.outer_count = 123;
+                    c.main.tasks = 123 * 3;
+                    c.rest.outer_size[0] = c.rest.outer_count = rows - 123;
+                    c.rest.tasks = (rows - 123) * 3;
+                    c.has_rest = 1;
+                    c.rest_src = 123 * oss;
+                    c.rest_dst = 123 * ods;
+                }
                 dmls_run(&c, (char *)b.src + 1, (char *)b.dst + 1, threads, dmls_scratch());
                 ref_copy(2, n, ss, ds, W, (char *)b.src + 1, (char *)b.want + 1);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "execute W=%d mode=%d threads=%d", W, mode, threads);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "execute W=%d mode=%d threads=%d cut=%d", W, mode,
+                      threads, cut);
                 bufs_free(&b);
             }
 }
