@@ -950,8 +950,10 @@ def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
         room = limit // tot
         for t in rest:
             n = t[0]
+            # (Not what take_group left of a dimension it split: only whole
+            # dimensions are cut.)
             if t[side] != width * tot or room < SPLIT_MIN_ROOM or n <= room or t not in merged:
-                continue   # (not a dimension take_group left part of)
+                continue
             fit = room
             while n % fit:
                 fit -= 1
