@@ -1089,7 +1089,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         # Contiguous runs of 2, 4 or 8 bytes on both sides (a permutation that
         # keeps a last dimension of two or four values) are values of that
         # width: the tile and block kernels take them, not a copy a run.
-        return plan_bytes([n for n, _, _ in outer], [a for _, a, _ in outer], [b for _, _, b in outer], run)
+        return plan_dims(outer, run)
     if inner_ss == width and inner_ds == width and 3 <= run <= RUN_TILE_MAX and run not in (4, 8) and outer:
         runs = plan_runs(outer, run, count * width)
         if runs is not None:
@@ -1809,8 +1809,8 @@ def plan_copy(sizes, src_strides, dst_strides, element_bits: int, src_nibble: bo
     cut = split_for_block(main, dims, width)
     if cut is not None:
         plan.main, plan.rest, plan.rest_src, plan.rest_dst, rest_dims = cut
-        plan.rest_extent = (sum((n - 1) * a for n, a, _ in rest_dims) + width,
-                            sum((n - 1) * b for n, _, b in rest_dims) + width)
+        plan.rest_extent = extents([n for n, _, _ in rest_dims], [a // width for _, a, _ in rest_dims],
+                                   [b // width for _, _, b in rest_dims], element_bits, src_nibble, dst_nibble)
     return plan
 
 
