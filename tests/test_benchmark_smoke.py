@@ -8,12 +8,15 @@ process.
 """
 
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import numpy as np
 
 import dmlstride
 
@@ -206,3 +209,58 @@ def test_interleaved_timing_shuffles_the_order_every_repeat() -> None:
         print("ok")
     """)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+UNNAMED = BENCH / "unnamed.py"
+
+
+def _unnamed(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(UNNAMED), *args], env=_env(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def _listed(*args: str) -> list[tuple[str, float]]:
+    proc = _unnamed("--list", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = []
+    for line in proc.stdout.splitlines():
+        name, mb, unit = line.split()
+        assert unit == "MB"
+        out.append((name, float(mb)))
+    return out
+
+
+def test_unnamed_draws_repeatable_shapes_within_bounds() -> None:
+    for family in ("issue", "perm"):
+        first = _listed("--family", family, "--seed", "5", "--count", "10", "--mb", "8,20")
+        assert first == _listed("--family", family, "--seed", "5", "--count", "10", "--mb", "8,20")
+        assert first != _listed("--family", family, "--seed", "6", "--count", "10", "--mb", "8,20")
+        assert len(first) == 10
+        # gathers and scatters in turn; the listed size is rounded to 0.1 MB
+        assert [n.split("/")[0] for n, _ in first] == ["gather", "scatter"] * 5
+        assert all(7.95 <= mb <= 20.05 for _, mb in first), first
+        for name, mb in first:
+            dtype, sizes, order = name.split("/")[1].split("-")
+            dims = [int(x) for x in sizes.split("x")]
+            perm = [int(c) for c in order.removeprefix("order")]
+            assert sorted(perm) == list(range(len(dims))) and perm != sorted(perm)
+            nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+            assert abs(nbytes / 1e6 - mb) <= 0.05
+
+
+def test_unnamed_small_run_checks_and_summarises() -> None:
+    proc = _unnamed("--count", "2", "--mb", "0.2,0.4", "--repeats", "2", "--seed", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "of limit" in proc.stdout and "limit GB/s (IQR)" in proc.stdout
+    assert re.search(r"^2 cases: geometric mean [0-9.]+ of the limit, lowest [0-9.]+ \((gather|scatter)/",
+                     proc.stdout, re.M), proc.stdout
+    assert "not judged" in proc.stdout  # sizes that run from cache get no verdict
+    assert "correctness check failed" not in proc.stderr
+
+
+def test_unnamed_refuses_bad_options() -> None:
+    for args in (("--mb", "5"), ("--mb", "9,3"), ("--mb", "0,3"), ("--count", "0"),
+                 ("--check-targets", "--mb", "1,4")):
+        proc = _unnamed(*args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "error:" in proc.stderr, args

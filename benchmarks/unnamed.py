@@ -1,0 +1,209 @@
+"""Layout conversions of shapes the harness does not name, drawn at random from a seed.
+
+The harness's cases (``run.py``) are fixed, so a kernel tuned on them can look better
+than it is.  This script draws fresh gathers and scatters of layout conversions and
+times them exactly as the harness's main table does (preallocated outputs, numpy's
+``np.copyto`` of ``as_strided`` views, PyTorch's ``copy_`` when importable, the
+thread-matched memcpy limit; every result compared byte for byte with dmlstride's
+before timing), then reports the geometric mean and the lowest fraction of the
+limit and the lowest speed-up over each peer.
+
+Two families of shapes (``--family``):
+
+* ``issue``: NCHW <-> NHWC with odd H and W and 5-48 channels, column-major
+  matrices of odd sizes, and 5-D and 6-D scrambled dimension orders;
+* ``perm``: a random permutation of 2-6 random dimensions.
+
+Element types are drawn from uint8, int16, float16, float32, uint32 and float64;
+each shape is gathered or scattered in turn, and its packed side holds between
+the two ``--mb`` bounds (megabytes).  The same seed draws the same shapes::
+
+    python benchmarks/unnamed.py                       # 12 issue-like shapes, seed 1
+    python benchmarks/unnamed.py --family perm --seed 7 --count 16 --mb 8,70
+    python benchmarks/unnamed.py --list --seed 3       # the shapes only
+
+``--check-targets`` exits 3 when the conversion targets are missed (geometric mean
+of at least 0.8 of the limit, each at least 0.6, each at least as fast as every
+peer), as the harness's does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+
+import run as R  # finds dmlstride (installed, or the package beside this folder) first
+
+import cases as C  # noqa: E402  (sets OMP_WAIT_POLICY before PyTorch is imported)
+import dmlstride as ds  # noqa: E402
+
+TYPES = ("uint8", "int16", "float16", "float32", "uint32", "float64")
+FAMILIES = ("issue", "perm")
+
+
+def _random_dims(rng: random.Random, ndim: int, elems: float) -> tuple[int, ...]:
+    """``ndim`` sizes of at least 2 whose product is near ``elems``."""
+    weights = [rng.random() + 0.05 for _ in range(ndim)]
+    total = sum(weights)
+    return tuple(max(2, round(elems ** (w / total))) for w in weights)
+
+
+def _permutation(rng: random.Random, ndim: int) -> tuple[int, ...]:
+    order = list(range(ndim))
+    while order == sorted(order):
+        rng.shuffle(order)
+    return tuple(order)
+
+
+def draw(rng: random.Random, family: str, lo_mb: float, hi_mb: float) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """One (element type, sizes, memory order) of ``family``; its packed bytes lie in [lo_mb, hi_mb] MB."""
+    dtype = rng.choice(TYPES)
+    isz = ds.element_bytes(dtype)
+    for _ in range(10_000):
+        elems = rng.uniform(lo_mb, hi_mb) * 1e6 / isz
+        kind = rng.randrange(4) if family == "issue" else -1
+        if kind == 0:  # NCHW <-> NHWC, odd H and W, 5-48 channels
+            c = rng.randint(5, 48)
+            h = max(3, int(math.sqrt(elems / c / 2) * rng.uniform(0.6, 1.4))) | 1
+            w = max(3, int(elems / c / 2 / h)) | 1
+            sizes, order = (2, c, h, w), (0, 2, 3, 1)
+        elif kind == 1:  # a column-major matrix
+            rows = max(3, int(math.sqrt(elems) * rng.uniform(0.5, 1.5)))
+            sizes, order = (rows, max(3, int(elems / rows))), (1, 0)
+        else:  # 5-D or 6-D scrambled (issue), 2-6 dimensions (perm)
+            ndim = (5, 6)[kind - 2] if family == "issue" else rng.randint(2, 6)
+            sizes = _random_dims(rng, ndim, elems)
+            order = _permutation(rng, ndim)
+        if lo_mb * 1e6 <= math.prod(sizes) * isz <= hi_mb * 1e6:
+            return dtype, sizes, order
+    raise ValueError(f"no {family} shape of {lo_mb}-{hi_mb} MB found; widen --mb")
+
+
+def build_rows(family: str, seed: int, count: int, lo_mb: float, hi_mb: float) -> list[C.Row]:
+    """``count`` rows drawn from ``seed``: gathers and scatters in turn."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        dtype, sizes, order = draw(rng, family, lo_mb, hi_mb)
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+        op = ("gather", "scatter")[i % 2]
+        name = f"{op}/{dtype}-{'x'.join(map(str, sizes))}-order{''.join(map(str, order))}"
+        strided, packed = (desc, None) if op == "gather" else (None, desc)
+        rows.append(C.Row(name, "odd", op, strided, packed))
+    return rows
+
+
+#: Copies smaller than this (megabytes) run from cache, where the targets, set for
+#: copies from memory, are not judged (as the harness's --quick sizes are not).
+JUDGED_MB = 8
+
+
+def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -> tuple[list[str], bool]:
+    """Lines on the geometric mean and the lowest figures, and whether the targets are met."""
+    timed = [r for r in results if r.timed]
+    if not timed:
+        return ["no case was timed"], False
+    fractions = [r.of_limit for r in timed]
+    low = min(timed, key=lambda r: r.of_limit)
+    geomean = C.geometric_mean(fractions)
+    lines = [f"{len(timed)} cases: geometric mean {geomean:.2f} of the limit, lowest {low.of_limit:.2f} "
+             f"({low.row.name})"]
+    met = geomean >= R.CONVERSION_GEOMEAN and low.of_limit >= R.CONVERSION_EACH
+    for peer in peers:
+        ratios = [(r.vs(peer.key), r) for r in timed if r.vs(peer.key) is not None]
+        if ratios:
+            worst, r = min(ratios, key=lambda t: t[0])
+            lines.append(f"vs {peer.label}: geometric mean {C.geometric_mean([v for v, _ in ratios]):.2f}x, "
+                         f"lowest {worst:.2f}x ({r.row.name})")
+            met = met and worst >= R.PEER_EACH
+    verdict = ("met" if met else "missed") if judged else f"not judged (cases under {JUDGED_MB} MB run from cache)"
+    lines.append(f"targets (geometric mean >= {R.CONVERSION_GEOMEAN}, each >= {R.CONVERSION_EACH} of the limit, "
+                 f"each >= {R.PEER_EACH:g}x every peer): {verdict}")
+    return lines, met
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", choices=FAMILIES, default="issue", help="kind of shapes to draw (default issue)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
+    p.add_argument("--count", type=int, default=12, help="number of cases (default 12)")
+    p.add_argument("--mb", default="8,70", metavar="LO,HI",
+                   help="packed size of each case in megabytes (default 8,70)")
+    p.add_argument("--repeats", type=int, default=7, help="timing repeats per case (default 7)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="thread count for dmlstride, PyTorch and the memcpy limit (default: dmlstride's)")
+    p.add_argument("--skip-peer", action="append", metavar="NAME", default=[],
+                   choices=[peer.key for peer in C.PEERS], help="leave a peer's column out; repeatable")
+    p.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    p.add_argument("--check-targets", action="store_true",
+                   help=f"exit {R.EXIT_TARGETS} if the conversion targets are missed")
+    p.add_argument("--list", action="store_true", help="list the drawn cases and exit")
+    args = p.parse_args(argv)
+    try:
+        args.lo_mb, args.hi_mb = (float(x) for x in args.mb.split(","))
+    except ValueError:
+        p.error(f"--mb is {args.mb!r}; expected two numbers, LO,HI")
+    if not 0 < args.lo_mb <= args.hi_mb:
+        p.error(f"--mb is {args.mb!r}; expected 0 < LO <= HI")
+    if args.check_targets and args.lo_mb < JUDGED_MB:
+        p.error(f"--check-targets needs cases of at least {JUDGED_MB} MB (--mb {JUDGED_MB},...): "
+                "smaller ones run from cache")
+    for name in ("count", "repeats", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name} is {value}; expected at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        rows = build_rows(args.family, args.seed, args.count, args.lo_mb, args.hi_mb)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.list:
+        print("\n".join(f"{r.name}  {r.bytes_moved / 1e6:.1f} MB" for r in rows))
+        return 0
+    if args.threads is not None:
+        ds.set_num_threads(args.threads)
+    threads = ds.get_num_threads()
+    peers = [p for p in C.PEERS if p.available and p.key not in args.skip_peer]
+    for peer in peers:
+        if peer.threads is not None:
+            peer.threads(threads)
+    settings = R.Settings(repeats=args.repeats, min_sample_ns=10_000_000, threads=threads, peers=peers,
+                          cache_limit=ds.output_cache_info()[1])
+    print(f"{len(rows)} {args.family} cases of {args.lo_mb:g}-{args.hi_mb:g} MB, seed {args.seed}, "
+          f"{threads} threads, {args.repeats} repeats", file=sys.stderr)
+    copier = C.ThreadedCopy(threads)
+    results = []
+    started = time.perf_counter()
+    try:
+        for i, row in enumerate(rows, 1):
+            print(f"[{i:2}/{len(rows)}] {row.name:<44}", end="", file=sys.stderr, flush=True)
+            res = R.run_row(row, settings, copier)
+            results.append(res)
+            print(f" {R._progress(res, peers)}", file=sys.stderr, flush=True)
+    finally:
+        copier.close()
+    header, body = R.table_rows(results, peers)
+    print((R._md_table if args.markdown else R._text_table)(header, body))
+    lines, met = summary(results, peers, judged=args.lo_mb >= JUDGED_MB)
+    print("\n".join(lines))
+    print(f"command: python benchmarks/unnamed.py {' '.join(sys.argv[1:] if argv is None else argv)}".rstrip()
+          + f" ({time.perf_counter() - started:.0f} s)")
+    failed = [r.row.name for r in results if not r.correct]
+    if failed:
+        print("correctness check failed: " + ", ".join(failed), file=sys.stderr)
+        return R.EXIT_MISMATCH
+    if args.check_targets and not met:
+        return R.EXIT_TARGETS
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
