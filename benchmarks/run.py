@@ -809,6 +809,36 @@ def _streaming() -> bool:
     return STREAMING_TUNABLE in os.environ.get("GLIBC_TUNABLES", "").split(":")
 
 
+def run_rows(rows: list[C.Row], settings: Settings, name_width: int = 36) -> list[Result]:
+    """:func:`run_row` for each row, with a progress line each on stderr."""
+    copier = C.ThreadedCopy(settings.threads)
+    results = []
+    try:
+        for i, row in enumerate(rows, 1):
+            print(f"[{i:2}/{len(rows)}] {row.name:<{name_width}}", end="", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            res = run_row(row, settings, copier)
+            results.append(res)
+            print(f" {_progress(res, settings.peers)}  ({time.perf_counter() - t0:.1f} s)",
+                  file=sys.stderr, flush=True)
+    finally:
+        copier.close()
+    return results
+
+
+def thread_budget(threads: int | None, skip_peer: list[str]) -> tuple[int, list[C.Peer]]:
+    """Set dmlstride's thread count (``None``: keep its default) and give every available
+    peer not in ``skip_peer`` the same; return the count and those peers."""
+    if threads is not None:
+        ds.set_num_threads(threads)
+    threads = ds.get_num_threads()
+    peers = [p for p in C.PEERS if p.available and p.key not in skip_peer]
+    for peer in peers:
+        if peer.threads is not None:
+            peer.threads(threads)  # the same thread budget as dmlstride
+    return threads, peers
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.streaming_memcpy and not _streaming() and argv is None:
@@ -826,13 +856,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"no case matches {args.case}; see --list", file=sys.stderr)
         return 2
-    if args.threads is not None:
-        ds.set_num_threads(args.threads)
-    threads = ds.get_num_threads()
-    peers = [p for p in C.PEERS if p.available and p.key not in args.skip_peer]
-    for peer in peers:
-        if peer.threads is not None:
-            peer.threads(threads)  # the same thread budget as dmlstride
+    threads, peers = thread_budget(args.threads, args.skip_peer)
     settings = Settings(
         repeats=args.repeats or (5 if args.quick else 9),
         min_sample_ns=2_000_000 if args.quick else 10_000_000,
@@ -844,18 +868,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dmlstride benchmark: {len(rows)} cases; {meta['summary']}", file=sys.stderr)
     print(f"dmlstride imported from {Path(ds.__file__).parent}", file=sys.stderr)
 
-    copier = C.ThreadedCopy(threads)
-    results = []
     started = time.perf_counter()
-    try:
-        for i, row in enumerate(rows, 1):
-            print(f"[{i:2}/{len(rows)}] {row.name:<36}", end="", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            res = run_row(row, settings, copier)
-            results.append(res)
-            print(f" {_progress(res, peers)}  ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
-    finally:
-        copier.close()
+    results = run_rows(rows, settings)
     meta["seconds"] = round(time.perf_counter() - started, 1)
     meta["load_average_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 

@@ -168,28 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(f"{r.name}  {r.bytes_moved / 1e6:.1f} MB" for r in rows))
         return 0
-    if args.threads is not None:
-        ds.set_num_threads(args.threads)
-    threads = ds.get_num_threads()
-    peers = [p for p in C.PEERS if p.available and p.key not in args.skip_peer]
-    for peer in peers:
-        if peer.threads is not None:
-            peer.threads(threads)
+    threads, peers = R.thread_budget(args.threads, args.skip_peer)
     settings = R.Settings(repeats=args.repeats, min_sample_ns=10_000_000, threads=threads, peers=peers,
                           cache_limit=ds.output_cache_info()[1])
     print(f"{len(rows)} {args.family} cases of {args.lo_mb:g}-{args.hi_mb:g} MB, seed {args.seed}, "
           f"{threads} threads, {args.repeats} repeats", file=sys.stderr)
-    copier = C.ThreadedCopy(threads)
-    results = []
     started = time.perf_counter()
-    try:
-        for i, row in enumerate(rows, 1):
-            print(f"[{i:2}/{len(rows)}] {row.name:<44}", end="", file=sys.stderr, flush=True)
-            res = R.run_row(row, settings, copier)
-            results.append(res)
-            print(f" {R._progress(res, peers)}", file=sys.stderr, flush=True)
-    finally:
-        copier.close()
+    results = R.run_rows(rows, settings, name_width=44)
     header, body = R.table_rows(results, peers)
     print((R._md_table if args.markdown else R._text_table)(header, body))
     lines, met = summary(results, peers, judged=args.lo_mb >= JUDGED_MB)
