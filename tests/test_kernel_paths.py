@@ -2139,6 +2139,30 @@ def test_rows_revisited_far_apart_in_source_order_run_in_destination_order(dtype
     _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+PAIRED_ROWS = [  # (dtype, sizes, order, op): rows of 70, 80 and 114 bytes
+    ("float16", (3, 3, 60, 4, 35), (1, 3, 2, 0, 4), "gather"),
+    ("float16", (3, 3, 60, 4, 35), (1, 3, 2, 0, 4), "scatter"),
+    ("float32", (3, 5, 60, 4, 20), (1, 3, 2, 0, 4), "scatter"),
+    ("float16", (7, 5, 7, 9, 6, 57), (4, 3, 2, 1, 0, 5), "gather"),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", PAIRED_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in PAIRED_ROWS])
+def test_rows_far_apart_in_both_orders_run_in_pairs(dtype, sizes, order, op, threads, revisit_bound_4k):
+    # Short rows whose neighbours either plain order visits 4 KiB (here) or
+    # more of copying apart run in destination order with the source's row
+    # dimension beside the innermost; gathered and scattered against numpy.
+    def check_plan(plan):
+        row = plan.inner[0] * plan.width
+        dest = sorted(plan.outer, key=lambda t: t[2], reverse=True)
+        source = sorted(plan.outer, key=lambda t: t[1], reverse=True)
+        assert plan.mode == "memcpy" and plan.tile is None
+        assert min(_planner.revisit_bytes(source, row, 2), _planner.revisit_bytes(dest, row, 1)) >= 4096
+        assert plan.outer[-1][2] == row and plan.outer[-2][1] == row and plan.outer != dest
+
+    _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 @pytest.fixture
 def blocks_ask_ahead(monkeypatch):
     # Blocks in place ask for the next block's first tiles from 0 bytes.

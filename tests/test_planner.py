@@ -646,3 +646,47 @@ def test_nhwc_conversions_of_8_to_12_mib_stream_by_row_distance(dtype, sizes, op
     plan = _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides,
                               np.dtype(dtype).itemsize * 8).main
     assert plan.mode == "tile" and plan.stream == streams
+
+
+@pytest.mark.parametrize("outer,expect", [
+    # The dimension one source row long (stride 70 there) moves in beside the
+    # innermost, which is one destination row long.
+    ([(3, 70, 9000), (100, 210, 280), (4, 50000, 70)], [(100, 210, 280), (3, 70, 9000), (4, 50000, 70)]),
+    ([(100, 210, 280), (3, 70, 9000), (4, 50000, 70)], None),      # already beside it
+    ([(3, 70, 9000), (4, 50000, 140)], None),                      # innermost not one destination row
+    ([(3, 71, 9000), (100, 210, 280), (4, 50000, 70)], None),      # no dimension one source row long
+    ([(17, 70, 9000), (100, 2000, 280), (4, 50000, 70)], None),    # 68 rows a pair: more than 64
+])
+def test_pair_short_rows(outer, expect):
+    assert _planner.pair_short_rows(outer, 70) == expect
+
+
+def test_short_rows_far_apart_in_both_orders_run_in_pairs(monkeypatch):
+    # Rows of 70 bytes whose neighbours are megabytes of copying apart in
+    # source order (on the destination side) and in destination order (on
+    # the source side): destination order with the source's row dimension
+    # moved in beside the innermost, so that both sides run in streams.
+    sizes, order = (3, 3, 25105, 4, 35), (1, 3, 2, 0, 4)
+    for op in ("gather", "scatter"):
+        p = _permuted_plan(op, "float16", sizes, order)
+        assert p.mode == "memcpy" and p.inner == (35, 2, 2)
+        dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
+        source = sorted(p.outer, key=lambda t: t[1], reverse=True)
+        assert min(_planner.revisit_bytes(source, 70, 2),
+                   _planner.revisit_bytes(dest, 70, 1)) >= _planner.SHORT_ROW_REVISIT_BYTES
+        assert p.outer[-1][2] == 70 and p.outer[-2][1] == 70
+        assert p.outer == _planner.pair_short_rows(dest, 70)
+        monkeypatch.setattr(_planner, "SHORT_ROW_PAIR_BYTES", 0)
+        assert _permuted_plan(op, "float16", sizes, order).outer in (dest, source)
+        monkeypatch.undo()
+    # Rows of 152 bytes (SHORT_ROW_PAIR_BYTES or more) keep a plain order.
+    sizes, order = (6, 103, 35, 7, 38), (3, 1, 2, 0, 4)
+    p = _permuted_plan("gather", "uint32", sizes, order)
+    dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
+    source = sorted(p.outer, key=lambda t: t[1], reverse=True)
+    assert p.inner == (38, 4, 4) and 152 >= _planner.SHORT_ROW_PAIR_BYTES
+    assert min(_planner.revisit_bytes(source, 152, 2),
+               _planner.revisit_bytes(dest, 152, 1)) >= _planner.SHORT_ROW_REVISIT_BYTES
+    assert p.outer in (dest, source)
+    monkeypatch.setattr(_planner, "SHORT_ROW_PAIR_BYTES", 256)
+    assert _permuted_plan("gather", "uint32", sizes, order).outer == _planner.pair_short_rows(dest, 152)
