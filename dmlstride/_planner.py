@@ -1058,17 +1058,16 @@ def short_rows_order(outer: list[Dim], row_bytes: int) -> list[Dim]:
     if row_bytes >= SHORT_ROW_STREAM_MIN_BYTES and outer[-1][0] <= SHORT_ROW_STREAMS:
         return outer
     by_src = sorted(outer, key=lambda t: (t[1], t[2]), reverse=True)
-    if row_bytes < SHORT_ROW_PAIR_BYTES and min(revisit_bytes(by_src, row_bytes, 2),
-                                                revisit_bytes(outer, row_bytes, 1)) >= SHORT_ROW_REVISIT_BYTES:
+    dst_apart = revisit_bytes(by_src, row_bytes, 2)   # source order: destination neighbours
+    src_apart = revisit_bytes(outer, row_bytes, 1)    # destination order: source neighbours
+    if row_bytes < SHORT_ROW_PAIR_BYTES and min(dst_apart, src_apart) >= SHORT_ROW_REVISIT_BYTES:
         paired = pair_short_rows(outer, row_bytes)
         if paired is not None:
             return paired
     if by_src[-1][0] >= outer[-1][0]:
         return outer
-    if row_bytes % 64:
-        apart = revisit_bytes(by_src, row_bytes, 2)
-        if apart >= SHORT_ROW_REVISIT_BYTES and revisit_bytes(outer, row_bytes, 1) < apart:
-            return outer
+    if row_bytes % 64 and dst_apart >= SHORT_ROW_REVISIT_BYTES and src_apart < dst_apart:
+        return outer
     return by_src
 
 
