@@ -92,6 +92,7 @@ class Settings:
     threads: int
     peers: list[C.Peer]
     cache_limit: int  # dmlstride's output cache limit at start-up (the "on" setting)
+    measure_memory: bool = True  # an allocating gather's peak memory, per gather row
 
 
 @dataclass
@@ -176,7 +177,7 @@ def run_row(row: C.Row, settings: Settings, copier: C.ThreadedCopy) -> Result:
             return res
     if row.scaling and settings.threads > 1:
         res.threads = _thread_scaling(dml, res.number[C.DMLSTRIDE], row.bytes_moved, settings)
-    if row.op == "gather":
+    if row.op == "gather" and settings.measure_memory:
         res.memory = _measure_memory(C.allocating_impls(case)["new"])
     return res
 

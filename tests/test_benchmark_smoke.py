@@ -31,8 +31,8 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(RUN), *args], env=_env(), capture_output=True, text=True,
+def _run(*args: str, script: Path = RUN) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], env=_env(), capture_output=True, text=True,
                           timeout=300)
 
 
@@ -215,8 +215,7 @@ UNNAMED = BENCH / "unnamed.py"
 
 
 def _unnamed(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(UNNAMED), *args], env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    return _run(*args, script=UNNAMED)
 
 
 def _listed(*args: str) -> list[tuple[str, float]]:
