@@ -4167,6 +4167,20 @@ def test_copies_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint32", (8, 2089, 2), (2, 1, 0), "gather"),
+    ("float32", (8, 1327, 7), (2, 1, 0), "gather"),
+    ("uint8", (3, 28, 9419), (2, 1, 0), "scatter"),
+    ("float16", (4, 97, 151, 3, 2), (3, 4, 2, 1, 0), "gather"),
+    ("float64", (12, 1451, 4), (2, 1, 0), "gather"),
+    ("uint32", (6, 7, 2, 6577), (3, 1, 0, 2), "scatter"),
+])
+def test_element_by_element_copies_cut_in_two(dtype, sizes, order, op, threads):
+    # Copies otherwise element by element, cut where a dimension stops the
+    # block (any size): both parts against numpy.
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
 @pytest.mark.parametrize("op", ["gather", "scatter"])
 def test_streaming_copy_cut_in_two(op, threads):
     # 15.8 MB, streamed: a fresh output takes the plan without streaming

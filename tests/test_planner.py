@@ -506,6 +506,26 @@ def test_copies_not_cut(dtype, sizes, order, op, why, monkeypatch):
     assert plan.main.dst_bytes == math.prod(sizes) * np.dtype(dtype).itemsize
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint32", (1322, 877, 7), (2, 1, 0), "gather"),       # 1322 = 2 x 661
+    ("int16", (38, 28, 1091, 5), (3, 2, 1, 0), "gather"),  # 1091 prime
+    ("float16", (5, 563, 117, 103), (2, 3, 1, 0), "scatter"),
+    ("uint8", (314, 463, 4), (2, 1, 0), "gather"),         # 0.6 MB: at any size
+])
+def test_element_by_element_copies_cut_for_a_block(dtype, sizes, order, op, monkeypatch):
+    # Copies that would go element by element (a destination-fast dimension
+    # of under 8 values, no block) where a dimension that no divisor splits
+    # stops the block's group: cut in two, the first part a block, whatever
+    # their size; with the cut switched off, element by element.
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "block" and plan.rest is not None
+    assert plan.main.dst_bytes + plan.rest.dst_bytes == math.prod(sizes) * np.dtype(dtype).itemsize
+    assert _planner.describe(plan)["rest"] is not None
+    monkeypatch.setattr(_planner, "SPLIT_FOR_BLOCKS", False)
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "strided" and plan.rest is None
+
+
 def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     # (size, source stride, destination stride) bytes, destination order: K
     # is the 50 values of source stride 1, J the 28 of destination stride 1
