@@ -588,7 +588,9 @@ def test_runs_of_17_to_32_bytes_take_the_run_tile(dtype, sizes, order, op, run, 
 @pytest.fixture
 def no_short_k_blocks(monkeypatch):
     # No block with a source group of fewer than 8 values (5 float64 values
-    # make one: see test_short_source_runs_beside_a_long_group_make_a_block).
+    # make one: see test_short_source_runs_beside_a_long_group_make_a_block;
+    # 4-6 four-byte ones where the copy would go element by element).
+    monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", 1 << 40)
     yield from _planner_setting(monkeypatch, "BLOCK_SHORT_K_BYTES", 1 << 40)
 
 
@@ -1706,8 +1708,9 @@ def test_short_source_runs_beside_a_long_group_make_a_block(dtype, sizes, order,
     assert plan.mode == "block" and plan.width == width
     assert plan.block.k_elems == kn and plan.block.j_elems == jn
     assert kn * width >= _planner.BLOCK_SHORT_K_BYTES
-    # With the bound raised past them, such runs are no block's K.
+    # With the bounds raised past them, such runs are no block's K.
     monkeypatch.setattr(_planner, "BLOCK_SHORT_K_BYTES", kn * width + 1)
+    monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", kn * width + 1)
     plan = _short_k_plan(dtype, sizes, order, op)
     assert plan.mode != "block" or plan.block.k_elems >= 8
 
@@ -2297,13 +2300,12 @@ def test_blocks_of_one_micro_block_row_of_k(dtype, sizes, order, op, kn, level, 
 
 # Shorter source runs (10-24 bytes: 5-6 int16 or float16 values, 4-6
 # uint32 ones, 4-7 uint8 ones) keep their tiles or rows, though a block
-# could take them.
+# could take them (4-6 four-byte values are a block's K where the copy
+# would otherwise go element by element: test_blocks_of_short_source_runs).
 SHORT_K_TILES = [
     ("int16", (18, 5, 15, 4, 17), (3, 0, 2, 4, 1), "gather"),
     ("float16", (8, 13, 22, 6), (1, 3, 0, 2), "scatter"),
     ("uint8", (8, 3, 4, 13, 19), (1, 3, 0, 4, 2), "gather"),
-    ("uint32", (16, 4, 5, 21, 3), (3, 0, 2, 4, 1), "gather"),
-    ("uint32", (6, 12, 20, 7), (2, 1, 3, 0), "gather"),
 ]
 
 
@@ -4179,6 +4181,25 @@ def test_element_by_element_copies_cut_in_two(dtype, sizes, order, op, threads):
     # Copies otherwise element by element, cut where a dimension stops the
     # block (any size): both parts against numpy.
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint32", (3, 5, 9, 6, 7, 7), (4, 2, 1, 0, 5, 3), "gather"),
+    ("uint32", (4, 19, 3, 19, 5, 5), (5, 3, 1, 2, 0, 4), "scatter"),
+    ("float32", (33, 3, 2, 118, 2), (4, 0, 3, 1, 2), "gather"),
+    ("float32", (36, 23, 6, 4), (3, 1, 0, 2), "scatter"),
+    ("float32", (7, 2, 4, 20, 49, 2), (3, 0, 5, 1, 4, 2), "gather"),
+    ("float32", (34, 26, 13, 2, 4), (2, 0, 4, 1, 3), "scatter"),
+    ("uint32", (16, 4, 5, 21, 3), (3, 0, 2, 4, 1), "gather"),
+    ("uint32", (6, 12, 20, 7), (2, 1, 3, 0), "gather"),
+])
+def test_blocks_of_short_source_runs(dtype, sizes, order, op, threads):
+    # Blocks whose K is 4-6 four-byte values (copies that would otherwise go
+    # element by element): gathered and scattered against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    plan = transfer._plan(desc, op).describe()
+    assert plan["mode"] == "block" and plan["rest"] is None
+    _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
 
 
 @pytest.mark.parametrize("op", ["gather", "scatter"])

@@ -49,7 +49,7 @@ def _permuted_plan(op, dtype, sizes, order):
     return _planner.plan_copy(list(sizes), src, dst, d.element_bits).main
 
 
-def test_short_strided_rows_run_in_batches():
+def test_short_strided_rows_run_in_batches(monkeypatch):
     # Rows of 6 int16 values whose fastest source and destination dimensions
     # differ and are both short (neither a tile nor a block): the innermost
     # outer dimension, 17 rows 12 bytes apart on both sides, becomes a batch
@@ -60,7 +60,9 @@ def test_short_strided_rows_run_in_batches():
     assert g.outer == [(6, 2, 1172184), (26, 1224, 45084), (17, 31824, 2652), (13, 541008, 204)]
     assert g.tasks == g.outer_count == 6 * 26 * 17 * 13
     # A longer one is cut: 1092 rows (2^2 x 3 x 7 x 13) of 4 values, batches
-    # of 52, the largest divisor within STRIDED_BATCH_VALUES values.
+    # of 52, the largest divisor within STRIDED_BATCH_VALUES values (no
+    # block of 4-value source runs, which would take this copy).
+    monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", _planner.BLOCK_SHORT_K_BYTES)
     s = _permuted_plan("scatter", "float32", (7, 4, 39, 22, 4, 6), (5, 3, 0, 1, 2, 4))
     assert s.mode == "strided" and s.inner == (4, 24, 4)
     assert s.tile == (52, 2112, 16) and s.outer[-1] == (21, 52 * 2112, 52 * 16)
@@ -524,6 +526,33 @@ def test_element_by_element_copies_cut_for_a_block(dtype, sizes, order, op, monk
     monkeypatch.setattr(_planner, "SPLIT_FOR_BLOCKS", False)
     plan, _, _ = _permutation_plan(dtype, sizes, order, op)
     assert plan.main.mode == "strided" and plan.rest is None
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,k", [
+    ("uint32", (3, 5, 9, 6, 7, 7), (4, 2, 1, 0, 5, 3), "gather", 6),
+    ("uint32", (4, 19, 3, 19, 5, 5), (5, 3, 1, 2, 0, 4), "scatter", 5),
+    ("float32", (36, 23, 6, 4), (3, 1, 0, 2), "scatter", 4),
+])
+def test_short_source_runs_make_a_block_before_element_by_element(dtype, sizes, order, op, k, monkeypatch):
+    # A copy that would go element by element takes a block whose K is 4-6
+    # four-byte values (runs of STRIDED_SHORT_K_BYTES or more), a K the
+    # block bound of other copies (BLOCK_SHORT_K_BYTES) turns down.
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "block" and plan.main.block.k_elems == k and plan.rest is None
+    assert _planner.STRIDED_SHORT_K_BYTES <= 4 * k < _planner.BLOCK_SHORT_K_BYTES
+    monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", _planner.BLOCK_SHORT_K_BYTES)
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "strided"
+
+
+def test_short_two_byte_runs_stay_element_by_element(monkeypatch):
+    # Runs of 4-7 two-byte values (8-14 bytes) keep their rows; with the
+    # bound at 10 bytes, this one's 5 values make a block's K.
+    case = ("int16", (80, 5, 59, 22, 5, 5), (5, 0, 3, 1, 2, 4), "scatter")
+    assert _permutation_plan(*case)[0].main.mode == "strided"
+    monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", 10)
+    plan = _permutation_plan(*case)[0].main
+    assert plan.mode == "block" and plan.block.k_elems == 5
 
 
 def test_group_stop_finds_the_dimension_and_the_most_that_fits():
