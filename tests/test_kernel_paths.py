@@ -4055,7 +4055,8 @@ def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
 @pytest.mark.parametrize("gap", [0, 3])
 @pytest.mark.parametrize("groups", [4, 9, 150])
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
-def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, stream, threads):
     # Tiles of kn x jn values whose destination rows go on in the next
     # task's (the innermost outer dimension, groups long, steps the
     # destination by one row of jn values) while their sources lie apart:
@@ -4063,8 +4064,9 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
     # transposed as one tile.  Runs are cut at the buffer's size (150
     # groups of rows take several runs), at a task chunk's end (2 threads)
     # and where the outer dimensions carry.  Source rows of kn values back
-    # to back or 3 values apart.  Gather against numpy; a scatter leaves
-    # every byte outside the elements as it was.
+    # to back or 3 values apart.  Plans that stream are joined too (rows of
+    # at most 512 bytes), the joined tile's rows streamed.  Gather against
+    # numpy; a scatter leaves every byte outside the elements as it was.
     w = np.dtype(dtype).itemsize
     rng = np.random.default_rng(kn * 1000 + jn * 10 + gap + groups)
     # 150 groups: enough outer tiles for the copy to be cut for 2 threads
@@ -4073,11 +4075,12 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, threads):
     sg = jn * iss + 5                                # tiles apart, so that no dimension merges
     sizes = (outer, kn, groups, jn)                  # destination order: packed
     desc = ds.BufferTensorDesc(dtype, list(sizes), [groups * sg, 1, sg, iss])
-    plan = transfer._plan(desc, "gather").describe()
-    assert plan["mode"] == "tile" and plan["tile"][0] == kn and plan["inner"][:2] == (jn, iss * w)
-    assert plan["outer"][-1] == (groups, sg * w, jn * w)
-    with _isa_level(level):
-        _check_gather_and_scatter(desc, rng)
+    with _stream_threshold(0 if stream else 1 << 60):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "tile" and plan["tile"][0] == kn and plan["inner"][:2] == (jn, iss * w)
+        assert plan["outer"][-1] == (groups, sg * w, jn * w) and plan["stream"] == stream
+        with _isa_level(level):
+            _check_gather_and_scatter(desc, rng)
 
 
 @pytest.mark.parametrize("dtype,sizes,layout", [

@@ -299,10 +299,22 @@ static inline int staged_tiles(const dmls_plan *p) {
    three tasks 0.64-1.05x, and are not joined.  Through 16 KiB, tiles of
    1.1-4 KiB of one- and two-byte values ran 1.24x faster (0.90-2.05x, 10
    gathers and scatters of 2-20 MB), and those of up to 1 KiB as fast as
-   through 8 KiB (1.01x over 26). */
+   through 8 KiB (1.01x over 26).
+
+   Plans that stream are joined as well, where a tile's destination rows
+   are at most DMLS_JOIN_STREAM_ROW_BYTES (the joined tile's rows, m * jn
+   values, stream as one): those past the tiny-tile path's size went one
+   tile a task, rows of 40-400 bytes each streamed on its own.  Two builds
+   alternating (2 threads, 3 rounds), a fresh set of 12 unnamed 4-D to 6-D
+   gathers and scatters of 8-70 MB so planned ran 1.69x faster by geometric
+   mean (0.79-4.26x, 10 faster; a (11, 2, 57, 5, 133, 38) int16 gather,
+   2 x 38 tiles, 3.0 -> 7.0 GB/s); tuned on 12 others, where a 2 x 1220
+   uint8 tile (1220-byte rows, streamed at 0.9 of the memcpy limit) ran
+   0.48x joined, hence the bound. */
 #define DMLS_JOIN_BYTES 16384
 #define DMLS_JOIN_TILE_BYTES 4096
 #define DMLS_JOIN_WIDE_TILE_BYTES 320
+#define DMLS_JOIN_STREAM_ROW_BYTES 512
 typedef char dmls_join_fits[DMLS_JOIN_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The most tasks a run joins (0: the plan's tiles are not joined). */
 static inline int64_t joined_tiles(const dmls_plan *p) {
@@ -310,7 +322,7 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
     const int64_t w = p->width, kn = p->tile_size, jn = p->inner_size, iss = p->inner_src_stride;
     int64_t m;
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
-            p->stream || last < 0 || p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
+            last < 0 || (p->stream && jn * w > DMLS_JOIN_STREAM_ROW_BYTES) || p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
             w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || kn * jn * w > DMLS_JOIN_TILE_BYTES ||
             p->outer_dst_stride[last] != jn * w || p->outer_size[last] < 4 ||
             (w == 4 && kn * jn * w > DMLS_JOIN_WIDE_TILE_BYTES))
