@@ -114,6 +114,16 @@ def _check_scatter(values, desc, out, offset=0, **options):
     assert bytes(out) == expect.tobytes()
 
 
+def _check_gather_out(desc, rng):
+    # A gather of random bytes into a preallocated out= (which takes the plan
+    # as it is, streaming stores included; a fresh output takes it without)
+    # against numpy's strided view.
+    buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    expect = _numpy_gather(buf, desc)
+    out = np.empty_like(expect)
+    assert ds.gather(buf, desc, out=out) is out and out.tobytes() == expect.tobytes()
+
+
 def _check_gather_and_scatter(desc, rng):
     # A gather of random bytes against numpy's strided view, and a scatter of
     # random values into random bytes with 16 guard bytes after them
@@ -4080,7 +4090,37 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, stream, th
         assert plan["mode"] == "tile" and plan["tile"][0] == kn and plan["inner"][:2] == (jn, iss * w)
         assert plan["outer"][-1] == (groups, sg * w, jn * w) and plan["stream"] == stream
         with _isa_level(level):
+            _check_gather_out(desc, rng)
             _check_gather_and_scatter(desc, rng)
+
+
+@pytest.mark.parametrize("dtype,c,n", [("uint8", 3, 28), ("uint8", 6, 9), ("int16", 5, 12), ("float32", 3, 21),
+                                        ("uint32", 2, 11), ("float64", 4, 4), ("uint8", 5, 66)])
+@pytest.mark.parametrize("groups", [4, 9, 150])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+def test_runs_of_short_interleaves_joined(dtype, c, n, groups, stream, threads):
+    # Interleaves of c planes of n pixels a task whose destination goes on
+    # in the next task's (the innermost outer dimension, groups long, steps
+    # it by the task's pixels) while their planes lie apart: in a copy that
+    # streams, runs of such tasks are copied plane by plane into a buffer
+    # and interleaved as one (runs cut at the buffer's size, at a task
+    # chunk's end and where the outer dimensions carry); in one that does
+    # not, one task at a time.  Gather against numpy; a scatter leaves every
+    # byte outside the elements as it was.
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(c * 1000 + n * 10 + groups)
+    outer = 3 if groups < 150 else (1 << 18) // (c * groups * n * w) + 1
+    pss = n + 3                                      # plane stride, elements
+    sg = c * pss + 5                                 # tasks apart, so that no dimension merges
+    sizes = (outer, groups, n, c)                    # destination order: packed
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [groups * sg + 7, sg, 1, pss])
+    with _stream_threshold(0 if stream else 1 << 60):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "interleave" and plan["stream"] == stream
+        assert plan["tile"] == (c, pss * w, w) and plan["inner"] == (n, w, c * w)
+        assert plan["outer"][-1] == (groups, sg * w, n * c * w)
+        _check_gather_out(desc, rng)
+        _check_gather_and_scatter(desc, rng)
 
 
 @pytest.mark.parametrize("dtype,sizes,layout", [
