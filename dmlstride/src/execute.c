@@ -624,6 +624,7 @@ int64_t dmls_ask_rows_min_bytes = DMLS_ASK_ROWS_MIN_BYTES;
 
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift, mjoin;
+    int planes;
     dmls_task_ask ask;
     if (t0 >= t1) return;
     if (p->mode == DMLS_MODE_TILE && p->tile_pieces > 1) {
@@ -824,50 +825,19 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
 #endif
     mjoin = joined_tiles(p);
-    if (mjoin > 0) {
-        /* Runs of tiles joined (joined_tiles): each run's tiles copied into
-           the buffer, then transposed as one tile of m * jn rows. */
-        const int64_t jn = p->inner_size, iss = p->inner_src_stride;
-        const int64_t span = (jn - 1) * iss + p->tile_size * p->width, slot = jn * iss;
-        const int64_t sstep = p->outer_src_stride[p->outer_ndim - 1];
-        char *join = dmls_scratch();
-        dmls_plan q = *p;
-        dmls_odometer nx;   /* the next run's first task */
-        int64_t m, nm, g;
-        if (join != NULL) {
-            join += DMLS_SCRATCH_JOIN;
-            for (t = t0; t < t1; t += m) {
-                m = run_left(p, idx, t1 - t);
-                if (m > mjoin) m = mjoin;
-                /* the next run's tiles, asked for as this run's are copied */
-                memcpy(nx.idx, idx, (size_t)p->outer_ndim * sizeof *idx);
-                nx.so = so;
-                nx.do_ = do_;
-                next_run(p, nx.idx, &nx.so, &nx.do_, m);
-                nm = t + m < t1 ? run_left(p, nx.idx, t1 - t - m) : 0;
-                if (nm > mjoin) nm = mjoin;
-                for (g = 0; g < m; g++) {
-                    if (g < nm) dmls_prefetch_l1_lines(s + nx.so + g * sstep, span);
-                    dmls_copy_short(join + g * slot, s + so + g * sstep, span);
-                }
-                /* the joined tile; the whole copy's size (which the
-                   transpose's flags go by) stays as it was */
-                q.inner_size = m * jn;
-                q.outer_count = p->outer_count / m > 0 ? p->outer_count / m : 1;
-                row(&q, join, d, 0, do_, 0, m * jn, NULL, NULL, scratch);
-                memcpy(idx, nx.idx, (size_t)p->outer_ndim * sizeof *idx);
-                so = nx.so;
-                do_ = nx.do_;
-            }
-            return;
-        }
+    planes = 0;
+    if (mjoin == 0) {
+        mjoin = joined_planes(p);
+        planes = mjoin > 0;
     }
-    mjoin = joined_planes(p);
     if (mjoin > 0) {
-        /* Runs of interleaves joined (joined_planes): each plane's rows of
-           the run back to back in the buffer, then one interleave of the
-           run's pixels. */
-        const int64_t w = p->width, c = p->tile_size, n = p->inner_size, pss = p->tile_src_stride;
+        /* Runs of tasks joined: each run's tiles copied into the buffer
+           (joined_tiles), or each plane's rows of the run, back to back
+           (joined_planes), the next run's asked for meanwhile; then one
+           tile of the run's m * jn rows, or one interleave of its pixels. */
+        const int64_t w = p->width, jn = p->inner_size, iss = p->inner_src_stride;
+        const int64_t kn = p->tile_size, pss = p->tile_src_stride;
+        const int64_t span = (jn - 1) * iss + kn * w, slot = jn * iss;
         const int64_t sstep = p->outer_src_stride[p->outer_ndim - 1];
         char *join = dmls_scratch();
         dmls_plan q = *p;
@@ -878,22 +848,31 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             for (t = t0; t < t1; t += m) {
                 m = run_left(p, idx, t1 - t);
                 if (m > mjoin) m = mjoin;
-                /* the next run's rows, asked for as this run's are copied */
                 memcpy(nx.idx, idx, (size_t)p->outer_ndim * sizeof *idx);
                 nx.so = so;
                 nx.do_ = do_;
                 next_run(p, nx.idx, &nx.so, &nx.do_, m);
                 nm = t + m < t1 ? run_left(p, nx.idx, t1 - t - m) : 0;
                 if (nm > mjoin) nm = mjoin;
-                for (k = 0; k < c; k++)
+                if (planes) {
+                    /* plane k's row of task g at (k * m + g) * jn values */
+                    for (k = 0; k < kn; k++)
+                        for (g = 0; g < m; g++) {
+                            if (g < nm) dmls_prefetch_l2_lines(s + nx.so + g * sstep + k * pss, jn * w);
+                            dmls_copy_short(join + (k * m + g) * jn * w, s + so + g * sstep + k * pss, jn * w);
+                        }
+                    q.tile_src_stride = m * jn * w;
+                } else {
                     for (g = 0; g < m; g++) {
-                        if (g < nm) dmls_prefetch_l2_lines(s + nx.so + g * sstep + k * pss, n * w);
-                        dmls_copy_short(join + (k * m + g) * n * w, s + so + g * sstep + k * pss, n * w);
+                        if (g < nm) dmls_prefetch_l1_lines(s + nx.so + g * sstep, span);
+                        dmls_copy_short(join + g * slot, s + so + g * sstep, span);
                     }
-                q.inner_size = m * n;
-                q.tile_src_stride = m * n * w;
+                }
+                /* the whole copy's size (which the transpose's flags go by)
+                   stays as it was */
+                q.inner_size = m * jn;
                 q.outer_count = p->outer_count / m > 0 ? p->outer_count / m : 1;
-                row(&q, join, d, 0, do_, 0, m * n, NULL, NULL, scratch);
+                row(&q, join, d, 0, do_, 0, m * jn, NULL, NULL, scratch);
                 memcpy(idx, nx.idx, (size_t)p->outer_ndim * sizeof *idx);
                 so = nx.so;
                 do_ = nx.do_;
