@@ -322,7 +322,8 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
     const int64_t w = p->width, kn = p->tile_size, jn = p->inner_size, iss = p->inner_src_stride;
     int64_t m;
     if (p->mode != DMLS_MODE_TILE || p->segments != 1 || p->tile_pieces > 1 || p->l2 != DMLS_L2_NONE ||
-            last < 0 || (p->stream && jn * w > DMLS_JOIN_STREAM_ROW_BYTES) || p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
+            last < 0 || (p->stream && jn * w > DMLS_JOIN_STREAM_ROW_BYTES) ||
+            p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
             w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || kn * jn * w > DMLS_JOIN_TILE_BYTES ||
             p->outer_dst_stride[last] != jn * w || p->outer_size[last] < 4 ||
             (w == 4 && kn * jn * w > DMLS_JOIN_WIDE_TILE_BYTES))
