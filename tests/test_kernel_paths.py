@@ -4123,6 +4123,30 @@ def test_runs_of_short_interleaves_joined(dtype, c, n, groups, stream, threads):
         _check_gather_and_scatter(desc, rng)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint32"])
+@pytest.mark.parametrize("c", [5, 6, 7])
+@pytest.mark.parametrize("gap", [0, 1, 3])
+@pytest.mark.parametrize("pixels", [64, 71, 490])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_five_to_seven_four_byte_channels_into_planes(dtype, c, gap, pixels, level, threads):
+    # Pixels of 5-7 four-byte channels (gap values apart after each) into
+    # planes: a tile of c rows of k, whose pixels AVX2 reads 8 values at a
+    # time (the next ones of the source with them) where those reads stay
+    # within the tile's rows, the rest through the tile.  Gathered (fresh and
+    # into out=) and scattered against numpy.
+    width = 7 if pixels == 490 else pixels
+    rows = pixels // width
+    ps = c + gap
+    sizes = (2, c, rows, width)
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [rows * width * ps + 5, 1, width * ps, ps])
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["mode"] == "tile" and plan["tile"][:2] == (c, 4) and plan["inner"] == (pixels, ps * 4, 4)
+    rng = np.random.default_rng(c * 100 + gap * 10 + pixels)
+    with _isa_level(level):
+        _check_gather_out(desc, rng)
+        _check_gather_and_scatter(desc, rng)
+
+
 @pytest.mark.parametrize("dtype,sizes,layout", [
     ("uint8", (3001, 3011), "WH"),              # 2-D, source rows 3001 bytes apart
     ("int16", (2, 64, 211, 193), "NHWC"),       # planes off 1 KiB multiples, 64 channels

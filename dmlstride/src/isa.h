@@ -158,6 +158,11 @@ typedef struct {
        the rows done: all of them, or 0 without a variant. */
     int64_t (*fill_rows)(char *d, const char *s, int w, int64_t n, int64_t rows, int64_t sstep,
                          int64_t dstep);
+    /* The same as deint_k_16 for K = 5-7 four-byte channels (pixels sj >=
+       4K bytes apart, reads s + [0, (n - 1) * sj + 32) at most; multiples
+       of 8 pixels): each pixel read as 8 values, transposed 8 x 8, the
+       first K rows stored. */
+    int64_t (*deint_k_32)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

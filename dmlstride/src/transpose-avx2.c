@@ -84,8 +84,53 @@ static AVX2 int64_t tile_jpairs_avx2(int W, const char *s, int64_t sj, char *d, 
 #undef SRC
 #undef DST
 
+/* K = 5-7 four-byte channels of pixels sj bytes apart into K rows dk
+   apart, 8 pixels at a time: each pixel read as 8 values (its K and the
+   next ones of the source, never stored), the 8 x 8 block transposed in
+   registers, its first K rows stored, 32 bytes each.  The tile's 8 x 8
+   blocks want 8 values of k, and 5-7 went through the 4 x 4 SSE2 blocks
+   and a ragged row. */
+static AVX2 int64_t deint_k_32_avx2(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
+    int64_t j;
+    int k;
+    if (K < 5 || K > 7 || sj < 4 * K) return 0;
+    for (j = 0; j + 8 <= n; j += 8) {
+        const char *r = s + j * sj;
+        __m256i x[8], u[8], y[8];
+        for (k = 0; k < 8; k++) x[k] = _mm256_loadu_si256((const __m256i *)(const void *)(r + k * sj));
+        u[0] = _mm256_unpacklo_epi32(x[0], x[1]);
+        u[1] = _mm256_unpackhi_epi32(x[0], x[1]);
+        u[2] = _mm256_unpacklo_epi32(x[2], x[3]);
+        u[3] = _mm256_unpackhi_epi32(x[2], x[3]);
+        u[4] = _mm256_unpacklo_epi32(x[4], x[5]);
+        u[5] = _mm256_unpackhi_epi32(x[4], x[5]);
+        u[6] = _mm256_unpacklo_epi32(x[6], x[7]);
+        u[7] = _mm256_unpackhi_epi32(x[6], x[7]);
+        /* y[c]: value c (and c + 4 in the high lane) of pixels 0-3, then of 4-7 */
+        y[0] = _mm256_unpacklo_epi64(u[0], u[2]);
+        y[1] = _mm256_unpackhi_epi64(u[0], u[2]);
+        y[2] = _mm256_unpacklo_epi64(u[1], u[3]);
+        y[3] = _mm256_unpackhi_epi64(u[1], u[3]);
+        y[4] = _mm256_unpacklo_epi64(u[4], u[6]);
+        y[5] = _mm256_unpackhi_epi64(u[4], u[6]);
+        y[6] = _mm256_unpacklo_epi64(u[5], u[7]);
+        y[7] = _mm256_unpackhi_epi64(u[5], u[7]);
+        for (k = 0; k < 4; k++)
+            _mm256_storeu_si256((__m256i *)(void *)(d + k * dk + j * 4),
+                                _mm256_permute2x128_si256(y[k], y[k + 4], 0x20));
+        /* rows 4 to K - 1 (K is 5-7) */
+        _mm256_storeu_si256((__m256i *)(void *)(d + 4 * dk + j * 4), _mm256_permute2x128_si256(y[0], y[4], 0x31));
+        if (K > 5)
+            _mm256_storeu_si256((__m256i *)(void *)(d + 5 * dk + j * 4), _mm256_permute2x128_si256(y[1], y[5], 0x31));
+        if (K > 6)
+            _mm256_storeu_si256((__m256i *)(void *)(d + 6 * dk + j * 4), _mm256_permute2x128_si256(y[2], y[6], 0x31));
+    }
+    return j;
+}
+
 void dmls_transpose_avx2(dmls_isa_t *t) {
     t->tile_wide = tile_wide_avx2;
     t->tile_jpairs = tile_jpairs_avx2;
+    t->deint_k_32 = deint_k_32_avx2;
 }
 #endif
