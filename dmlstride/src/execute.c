@@ -74,29 +74,8 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
         else if (few_channels(p))
             DMLS_BY_WIDTH(w, dmls_small_k_, (s + so, d + do_, p->tile_size, p->tile_src_stride,
                                              p->tile_dst_stride, j0, j1, iss, ids));
-        else {
-            if (w == 4 && p->tile_size >= 5 && p->tile_size <= 7 && p->tile_src_stride == 4 && ids == 4 &&
-                    iss >= 4 * p->tile_size && n >= 64 && !(p->stream && p->tile_dst_stride % 64 == 0)) {
-                /* 5-7 four-byte channels in rows of 64 pixels or more
-                   (deint_k_32): the pixels whose 32-byte reads stay within
-                   the tile's rows, the rest through the tile.  Two builds
-                   alternating (2 threads, 3-6 rounds), 8 fresh unnamed
-                   gathers of 12-60 MB so planned (NHWC to NCHW, 5-D and
-                   6-D) ran 1.02-1.52x faster (one 0.97x in a second run),
-                   a uint32 de-interleave of 5 channels into planes of 90
-                   values (0.70x PyTorch in one run) 1.19-1.66x.  Rows of
-                   21 pixels ran 0.61-0.91x (the tile's kernels on a ragged
-                   rest each task) and streamed rows on whole lines (the
-                   tile writes them with streaming stores) 0.63x: those
-                   keep the tile. */
-                const int64_t kn = p->tile_size, last = n - 1 - (32 - 4 * kn + iss - 1) / iss;
-                const int64_t jw = last >= 7 ? (last + 1) / 8 * 8 : 0;
-                j0 += jw > 0 ? dmls_isa.deint_k_32(s + so + j0 * iss, iss, d + do_ + j0 * 4, p->tile_dst_stride,
-                                                   (int)kn, jw) : 0;
-                if (j0 >= j1) return;
-            }
+        else
             dmls_transpose(p, s + so, d + do_, j0, j1, next, scratch);
-        }
         return;
     default:
         break;
