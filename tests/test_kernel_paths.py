@@ -429,6 +429,37 @@ def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout
             _check_scatter(_numpy_gather(buf, packed), strided, out, offset=64)
 
 
+@pytest.mark.parametrize("dtype,sizes", [
+    ("uint8", (2, 65, 61, 67)),     # pieces of 1024 then 1015 pixels, or 512 then 503
+    ("int8", (3, 100, 37, 41)),     # a last piece of 493, or of 237 (the tile)
+    ("uint8", (1, 120, 95, 97)),
+    ("uint8", (2, 150, 101, 107)),  # pieces of 384, the last of 55 (the tile)
+    ("uint8", (4, 200, 61, 67)),    # wider pixels than the bound: the tile
+], ids=str)
+@pytest.mark.parametrize("l2", [True, False], ids=["l2", "no_l2"])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_streamed_pixels_of_65_to_192_bytes_to_planes(dtype, sizes, l2, level, threads):
+    # NHWC to NCHW gathers of one-byte pixels of up to 192 channels, streamed
+    # (planned through the L2 buffers, in pieces of 1024 pixels, or not, in
+    # pieces of 256-512): pieces of 256 pixels or more take the line-aligned
+    # bands of whole destination lines (nt_shifted), shorter ones and wider
+    # pixels the tile.  Against numpy, into a fresh output and into out=.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), "NHWC")
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    nbytes = math.prod(sizes)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_stream_threshold(nbytes // 2 if l2 else 2 * nbytes))
+        plan = _engine.Plan(list(sizes), strided.effective_strides, packed.effective_strides, 8).describe()
+        assert plan["mode"] == "tile" and plan["stream"] and plan["tile_pieces"] is None
+        assert plan["tile"][:2] == (sizes[1], 1) and plan["tile"][2] % 64 != 0
+        assert plan["l2"] == ("both" if l2 else "none") and plan["segment"] >= 256
+        stack.enter_context(_isa_level(level))
+        rng = np.random.default_rng(sum(sizes))
+        buf = rng.integers(0, 256, strided.total_tensor_size_in_bytes, dtype=np.uint8)
+        assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+        _check_gather_out(strided, rng)
+
+
 def _permutation_plan_and_check(dtype, sizes, order, other_order, op):
     """The planner's plan of ``op`` ("gather", "scatter", or "copy" into the
     ``other_order`` permutation) on the ``order`` permutation of ``sizes``,

@@ -249,14 +249,26 @@ static int transpose_flags(const dmls_plan *p) {
    NHWC to NCHW gathers of 16-64 uint8 and int8 channels (24-40 MB) ran
    1.08-1.66x faster, 1.37x by geometric mean of 10; of 500 and 700
    channels 0.95x and 0.86x, so pixels of more than a line keep the
-   tile. */
+   tile.
+   Pixels of 65-192 one-byte channels (DMLS_SHIFTED_BYTE_PIXEL_MAX) go so
+   too, in pieces of DMLS_SHIFTED_BYTE_MIN_RUN or more (their tasks take
+   about 60 KB of source, 320-960 pixels): they had taken the tile, or the
+   L2 buffers for 1024 pixels.  Two builds alternating (2 threads, 4
+   rounds), NHWC to NCHW gathers and de-interleaves of 65-190 uint8 and
+   int8 channels, 11-70 MB, ran 1.33x faster over 8 fresh shapes
+   (1.00-1.69x), and 1.39-1.59x by set over the 16 tuned on; 200
+   channels 1.38x, but 230-301 0.77-0.98x. */
+#define DMLS_SHIFTED_BYTE_PIXEL_MAX 192
+#define DMLS_SHIFTED_BYTE_MIN_RUN 256
 /* Whether a streaming transpose of rows off line boundaries (kn values of w
    bytes a source row, rows iss bytes apart, jn of them) takes nt_shifted,
    by the bounds above. */
 static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, int64_t iss) {
     const int close = iss <= DMLS_CLOSE_ROW_BYTES;
-    if (!p->stream || jn * w < DMLS_SHIFTED_MIN_RUN) return 0;
-    if (w == 1) return close && kn <= 64;
+    if (!p->stream) return 0;
+    if (w == 1) return close && kn <= DMLS_SHIFTED_BYTE_PIXEL_MAX &&
+                       jn >= (kn <= 64 ? DMLS_SHIFTED_MIN_RUN : DMLS_SHIFTED_BYTE_MIN_RUN);
+    if (jn * w < DMLS_SHIFTED_MIN_RUN) return 0;
     if (w == 2 && p->l2 && !close) return 0;
     if (w != 2 && w < 4) return 0;
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG;
