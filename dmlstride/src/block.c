@@ -9,6 +9,7 @@
 #include "copy-short.h"
 #include "elements.h"
 #include "isa.h"
+#include "prefetch.h"
 #include "scratch.h"
 #include "tile.h"
 #if DMLSTRIDE_HAVE_SIMD
@@ -48,16 +49,10 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
 #define DMLS_ASK_ROW_BYTES 1024
 #if DMLSTRIDE_HAVE_SIMD
 #define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
-/* Lines about to be written: a read prefetch into L1 (PREFETCHW is not
-   in the x86-64 baseline); a line no other core holds arrives exclusive,
-   and the store needs no further request. */
-#define DMLS_PREFETCH_W(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #elif defined(__GNUC__) || defined(__clang__)
 #define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
-#define DMLS_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #else
 #define DMLS_PREFETCH(p) ((void)(p))
-#define DMLS_PREFETCH_W(p) ((void)(p))
 #endif
 #if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */

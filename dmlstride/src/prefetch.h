@@ -5,10 +5,9 @@
 
 #include <stdint.h>
 
-/* DMLS_PREFETCH_W: a line about to be written, into L1 (prefetcht0 on
-   the baseline x86-64 build, whose instruction set has no prefetchw: a
-   line read with no other cache holding it comes in owned, and the store
-   that follows needs no second read). */
+/* DMLS_PREFETCH_W: a line about to be written, into L1: a read prefetch
+   on the baseline x86-64 build (PREFETCHW is not in it); a line no other
+   core holds arrives exclusive, and the store needs no further request. */
 #if defined(__GNUC__) || defined(__clang__)
 #define DMLS_PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
 #define DMLS_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
