@@ -340,7 +340,7 @@ def _transpose_2d(rows, cols, bits):
     return _planner.plan_copy([rows, cols], [1, rows], [cols, 1], bits).main
 
 
-@pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (4001, 4441, 8),
+@pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (3700, 4441, 8),
                                             (2400, 2222, 16), (3000, 4001, 8), (1900, 1777, 32),
                                             (1000, 1999, 64)])
 def test_transposes_from_memory_take_long_segments(rows, cols, bits):
@@ -357,6 +357,22 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits):
     assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
     assert plan.tasks == plan.outer_count * plan.segments * plan.tile_pieces >= _planner.MIN_TILE_TASKS
     assert plan.outer_count * plan.tile[0] == rows
+
+
+@pytest.mark.parametrize("rows,cols,bits,l2", [
+    (3700, 4441, 8, False), (4001, 4441, 8, True),      # 16.4 and 17.8 MB
+    (2011, 4001, 16, False), (2111, 4001, 16, True),    # 16.1 and 16.9 MB
+    (2011, 4001, 32, False), (2011, 4101, 32, False),   # 32.2 and 33.0 MB;
+    (2111, 4001, 32, True),                             # 33.8 MB (32 MiB: 33.55)
+])
+def test_narrow_transposes_go_through_l2_from_16_mib(rows, cols, bits, l2):
+    # Streaming transposes of one- and two-byte values take the L2 buffers
+    # from TILE_L2_NARROW_MIN_TOTAL bytes, wider ones from stream_min_total.
+    plan = _transpose_2d(rows, cols, bits)
+    nbytes = rows * cols * bits // 8
+    bound = _planner.TILE_L2_NARROW_MIN_TOTAL if bits <= 16 else _planner.stream_min_total
+    assert plan.mode == "tile" and plan.stream and plan.tile[2] % 64 != 0
+    assert (nbytes >= bound) == l2 and bool(plan.l2) == l2
 
 
 @pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
