@@ -236,17 +236,21 @@ static int transpose_flags(const dmls_plan *p) {
    written in part, are a quarter of them. */
 #define DMLS_SHIFTED_MIN_RUN 1024
 /* A copy planned through L2 takes nt_shifted only where a task's source
-   rows (its kn values of k) are at most DMLS_SHIFTED_L2_SHORT bytes or at
-   least DMLS_SHIFTED_L2_LONG; between the two the L2 buffers read them as
-   runs long enough and write each destination row's piece whole.  In one
-   process on the same buffers, nt_shifted against the L2 buffers (2
-   threads, 9 rounds; 2-D float32/float64 transposes and NHWC to NCHW
-   gathers of 44-111 MB): rows of 84-160 bytes (21-40 float32 channels,
-   17 float64) 1.15-2.05x, of 1.6-48 KB 0.94-1.35x (3001 x 5003 float32
-   1.11-1.23x), of 180-920 bytes 0.49-0.94x (77 float32 channels 0.49x, a
-   141-column matrix scattered 0.61-0.63x). */
+   rows (its kn values of k) are at most DMLS_SHIFTED_L2_SHORT bytes;
+   longer ones the L2 buffers read as runs long enough, and write each
+   destination row's piece whole.  In one process on the same buffers,
+   nt_shifted against the L2 buffers (2 threads, 9 rounds; 2-D
+   float32/float64 transposes and NHWC to NCHW gathers of 44-111 MB): rows
+   of 84-160 bytes (21-40 float32 channels, 17 float64) 1.15-2.05x, of
+   180-920 bytes 0.49-0.94x (77 float32 channels 0.49x, a 141-column matrix
+   scattered 0.61-0.63x).  Rows of 1 KiB or more had taken nt_shifted too
+   (1.6-48 KB measured 0.94-1.35x, 3001 x 5003 float32 1.11-1.23x) until
+   the L2 buffers' rows asked for their partial lines ahead
+   (DMLS_PARTIAL_AHEAD): since, two builds alternating (2 threads, 3-4
+   rounds), 6 2-D float32, float64 and uint32 transposes of 36-60 MB ran
+   1.22x faster through the buffers (0.98-1.51x), a fresh 10 unnamed
+   copies so planned (32-70 MB) 1.19x (0.94-1.55x, 8 faster). */
 #define DMLS_SHIFTED_L2_SHORT 160
-#define DMLS_SHIFTED_L2_LONG 1024
 /* Source rows close together (DMLS_CLOSE_ROW_BYTES apart at most: the
    pixels of an NHWC to NCHW gather) take nt_shifted whatever the plan's L2
    buffers and the rows' length, 2-byte values included.  Those figures above were measured
@@ -288,7 +292,7 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
     if (jn * w < DMLS_SHIFTED_MIN_RUN) return 0;
     if (w == 2 && p->l2 && !close) return 0;
     if (w != 2 && w < 4) return 0;
-    return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT || kn * w >= DMLS_SHIFTED_L2_LONG;
+    return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT;
 }
 
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
