@@ -1594,24 +1594,31 @@ def stages_over_l2(plan: KernelPlan) -> bool:
     return task_k(plan) * plan.tile[2] <= STAGE_OVER_L2_BYTES and stage_tasks(replace(plan, l2=0))
 
 
-#: One- and two-byte transposes go through L2 from this many bytes (or
+#: One- and two-byte transposes, and wider ones whose source rows lie more
+#: than CLOSE_ROW_BYTES apart, go through L2 from this many bytes (or
 #: stream_min_total when that is lower, as tests set it), since the rows
 #: streamed from the L2 buffers ask for their partial lines ahead (tile.c,
 #: DMLS_PARTIAL_AHEAD): in one process on the same buffers, alternating (2
 #: threads, 5 rounds, the old plan against itself as a control: 1.00x), 2-D
 #: uint8, int16 and float16 transposes of 21-30 MB ran 1.25-1.89x faster
-#: through L2 (8 of 12 unnamed copies of 16-33 MB whose plan changed; the
-#: 4- and 8-byte ones among them 0.87-1.07x keep the cached tile to 32 MiB),
-#: a fresh 7 of 17-31 MB 1.23x by geometric mean (2-D ones 1.22-1.67x, NHWC
-#: to NCHW int16 and float16 ones 0.98-1.03x).  Copies of 9-16 MB ran 1.02x
-#: (0.78-1.39x, 8).
-TILE_L2_NARROW_MIN_TOTAL = 1 << 24
+#: through L2 (8 of 12 unnamed copies of 16-33 MB whose plan changed), a
+#: fresh 7 of 17-31 MB 1.23x by geometric mean (2-D ones 1.22-1.67x, NHWC to
+#: NCHW int16 and float16 ones 0.98-1.03x); copies of 9-16 MB 1.02x
+#: (0.78-1.39x, 8).  Four- and eight-byte ones, once long source rows in
+#: the L2 buffers no longer went through nt_shifted: 2-D transposes and 3-D
+#: to 5-D permutations of 18-31 MB 1.08-1.78x (12, 1.32x by geometric mean
+#: over three sets); pixels close together (NHWC to NCHW gathers of 9-41
+#: float32, uint32 and float64 channels) 0.81-1.11x keep 32 MiB.
+TILE_L2_EARLY_MIN_TOTAL = 1 << 24
+#: (pixels of an NHWC copy: see TILE_L2_EARLY_MIN_TOTAL; tile.c's
+#: DMLS_CLOSE_ROW_BYTES)
+CLOSE_ROW_BYTES = 1024
 
 
 def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h): only from
     stream_min_total bytes, where source and destination together are
-    twice the L3 (one- and two-byte values from TILE_L2_NARROW_MIN_TOTAL).  Below that the cached tile with streaming stores ran
+    twice the L3 (most from TILE_L2_EARLY_MIN_TOTAL).  Below that the cached tile with streaming stores ran
     1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
     0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
     pixels 0.68 -> 0.86, 40 float16 channels 0.47 -> 0.60; three rows
@@ -1633,7 +1640,8 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     """
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
-    if plan.dst_bytes < (stream_min_total if plan.width > 2 else min(stream_min_total, TILE_L2_NARROW_MIN_TOTAL)):
+    early = plan.width <= 2 or plan.inner[1] > CLOSE_ROW_BYTES
+    if plan.dst_bytes < (min(stream_min_total, TILE_L2_EARLY_MIN_TOTAL) if early else stream_min_total):
         return False
     _, kss, kds = plan.tile
     k = task_k(plan)

@@ -804,9 +804,9 @@ def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, t
 
 
 @pytest.mark.parametrize("dtype,rows,cols", [("float32", 3001, 1382), ("int16", 3653, 1561),
-                                             ("uint8", 8193, 1025), ("float64", 2099, 1847)])
+                                             ("uint8", 8193, 1025), ("float64", 1409, 1201)])
 def test_transposes_cut_into_uneven_pieces_of_k(dtype, rows, cols, threads):
-    # Column-major matrices of 8-31 MB whose rows (k) have no divisor for
+    # Column-major matrices of 8-16 MB whose rows (k) have no divisor for
     # enough tasks, into rows off line boundaries: whole segments of 256
     # columns and k in uneven pieces (the last shorter), streamed; gathered
     # and scattered with guard bytes against numpy.

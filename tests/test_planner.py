@@ -362,17 +362,31 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits):
 @pytest.mark.parametrize("rows,cols,bits,l2", [
     (3700, 4441, 8, False), (4001, 4441, 8, True),      # 16.4 and 17.8 MB
     (2011, 4001, 16, False), (2111, 4001, 16, True),    # 16.1 and 16.9 MB
-    (2011, 4001, 32, False), (2011, 4101, 32, False),   # 32.2 and 33.0 MB;
-    (2111, 4001, 32, True),                             # 33.8 MB (32 MiB: 33.55)
+    (1011, 4001, 32, False), (1111, 4001, 32, True),    # 16.2 and 17.8 MB
 ])
-def test_narrow_transposes_go_through_l2_from_16_mib(rows, cols, bits, l2):
-    # Streaming transposes of one- and two-byte values take the L2 buffers
-    # from TILE_L2_NARROW_MIN_TOTAL bytes, wider ones from stream_min_total.
+def test_transposes_go_through_l2_from_16_mib(rows, cols, bits, l2):
+    # Streaming 2-D transposes (source rows far apart) take the L2 buffers
+    # from TILE_L2_EARLY_MIN_TOTAL bytes.
     plan = _transpose_2d(rows, cols, bits)
     nbytes = rows * cols * bits // 8
-    bound = _planner.TILE_L2_NARROW_MIN_TOTAL if bits <= 16 else _planner.stream_min_total
     assert plan.mode == "tile" and plan.stream and plan.tile[2] % 64 != 0
-    assert (nbytes >= bound) == l2 and bool(plan.l2) == l2
+    assert plan.inner[1] > _planner.CLOSE_ROW_BYTES
+    assert (nbytes >= _planner.TILE_L2_EARLY_MIN_TOTAL) == l2 and bool(plan.l2) == l2
+
+
+@pytest.mark.parametrize("sizes,l2", [((2, 24, 411, 413), False), ((2, 40, 301, 331), False),
+                                      ((2, 24, 431, 421), True)])   # 32.6, 31.9, 34.8 MB
+def test_close_wide_pixels_go_through_l2_from_the_streaming_size(sizes, l2):
+    # NHWC to NCHW float32 gathers (source rows, the pixels, close together)
+    # of 17-33 MB stream without the L2 buffers; from stream_min_total they
+    # take them.
+    strided = list(ds.BufferTensorDesc.from_layout("float32", list(sizes), "NHWC").effective_strides)
+    packed = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    plan = _planner.plan_copy(list(sizes), strided, packed, 32).main
+    nbytes = math.prod(sizes) * 4
+    assert plan.mode == "tile" and plan.stream and plan.inner[1] <= _planner.CLOSE_ROW_BYTES
+    assert nbytes >= _planner.TILE_L2_EARLY_MIN_TOTAL
+    assert (nbytes >= _planner.stream_min_total) == l2 and bool(plan.l2) == l2
 
 
 @pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
