@@ -1616,10 +1616,11 @@ CLOSE_ROW_BYTES = 1024
 
 
 def tile_through_l2(plan: KernelPlan) -> bool:
-    """Whether a streaming transpose goes through L2 (plan.h): only from
+    """Whether a streaming transpose goes through L2 (plan.h): from
     stream_min_total bytes, where source and destination together are
-    twice the L3 (most from TILE_L2_EARLY_MIN_TOTAL).  Below that the cached tile with streaming stores ran
-    1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
+    twice the L3, and most from TILE_L2_EARLY_MIN_TOTAL (see there).  Before
+    that bound, below stream_min_total the cached tile with streaming stores
+    ran 1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
     0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
     pixels 0.68 -> 0.86, 40 float16 channels 0.47 -> 0.60; three rows
     slower, 2047 x 3001 float32 scattered 0.51 -> 0.42); about even at

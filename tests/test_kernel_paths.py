@@ -443,7 +443,8 @@ def test_streamed_pixels_of_65_to_192_bytes_to_planes(dtype, sizes, l2, level, t
     # (planned through the L2 buffers, in pieces of 1024 pixels, or not, in
     # pieces of 256-512): pieces of 256 pixels or more take the line-aligned
     # bands of whole destination lines (nt_shifted), shorter ones and wider
-    # pixels the tile.  Against numpy, into a fresh output and into out=.
+    # pixels the tile.  Against numpy, into a fresh output and into out= (and
+    # the scatter back, guard bytes after it).
     strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), "NHWC")
     packed = ds.BufferTensorDesc(dtype, list(sizes))
     nbytes = math.prod(sizes)
@@ -455,8 +456,7 @@ def test_streamed_pixels_of_65_to_192_bytes_to_planes(dtype, sizes, l2, level, t
         assert plan["l2"] == ("both" if l2 else "none") and plan["segment"] >= 256
         stack.enter_context(_isa_level(level))
         rng = np.random.default_rng(sum(sizes))
-        buf = rng.integers(0, 256, strided.total_tensor_size_in_bytes, dtype=np.uint8)
-        assert ds.gather(buf, strided).tobytes() == _numpy_gather(buf, strided).tobytes()
+        _check_gather_and_scatter(strided, rng)
         _check_gather_out(strided, rng)
 
 
