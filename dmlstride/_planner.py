@@ -52,13 +52,31 @@ BLOCK_ELEMS = 1 << 16
 #: of 3-20 MB ran 1.06x faster by geometric mean (24 gathers and scatters,
 #: 0.90-1.70x; a (35, 20, 33, 26, 16) gather in order (3, 2, 4, 1, 0) 1.21x,
 #: its scatter 1.36x).  Two-byte values with twice as many ran 0.57-0.80x on
-#: 5 of 16 (those of 16-24 MB) and keep BLOCK_ELEMS.
+#: 5 of 16 (those of 16-24 MB) and keep BLOCK_ELEMS, but for the blocks
+#: BLOCK_GROW_WIDTHS lets grow.
 BLOCK_ELEMS_ONE_BYTE = 1 << 18
 
 
 def block_elems(width: int) -> int:
     """The most elements a block (J x K) of ``width``-byte values holds."""
     return BLOCK_ELEMS_ONE_BYTE if width == 1 else BLOCK_ELEMS
+
+
+#: Blocks of values of these widths in copies of at least this many bytes
+#: take room for twice block_elems values where neither group is then
+#: shorter and the path through L2 stays the same (plan_block): one side's
+#: runs longer, the other's as long, in copies from memory.  In one process
+#: on the same buffers, the plans alternating (2 threads, 5 rounds, the old
+#: plan against itself as a control: 0.98-0.99x), two-byte permutations of
+#: 16-70 MB whose plans this changes ran 1.16x faster by geometric mean (27,
+#: 20 of them fresh: 0.92-1.71x) and 1.17x on a fresh 16 (0.90-1.82x).  A
+#: plain cap of twice the values, taken whether or not a group got shorter,
+#: ran 0.99x on one set (16; a J of 640 cut to 320 beside a K of 180 to 360,
+#: 0.84x).  Under 16 MiB, in cache, 0.99x (16, 0.70-1.53x); four- and
+#: eight-byte values 1.04x (16, 0.78-1.24x, near the limit already); one-byte
+#: blocks, already four times as large, changed in 3 plans of 3000 draws.
+BLOCK_GROW_WIDTHS: tuple[int, ...] = (2,)
+BLOCK_GROW_MIN_TOTAL = 1 << 24
 #: MODE block through L2: bytes in each of the two buffers (the C side's
 #: DMLS_SCRATCH_BLOCK_BYTES); each keeps room at its end for a table of
 #: BLOCK_L2_ROWS row offsets (the source buffer's rows, for the block
@@ -791,24 +809,15 @@ def subline_innermost(outer: list[Dim], total: int) -> list[Dim]:
     return outer[:i] + outer[i + 1:] + [outer[i]]
 
 
-def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
-               short_k_bytes: int | None = None) -> KernelPlan | None:
-    """A ``block`` plan if the layout has a source-contiguous group K and a
-    destination-contiguous group J of at most ``group`` elements each that are
-    both long enough and at least one of them spans several dimensions (or a
-    split one); else None.  A K of 4 to 7 values is long enough where its
-    runs make ``short_k_bytes`` (BLOCK_SHORT_K_BYTES unless given)."""
-    if short_k_bytes is None:
-        short_k_bytes = BLOCK_SHORT_K_BYTES
-    dims = list(merged)
-    inner = dims.pop()
-    # J starts at the destination's unit-stride dimension (the innermost).
-    if inner[2] != width or any(b == 0 for _, _, b in merged):
-        return None
-    # K is taken first, as long as allowed, and J gets what room is left; when
-    # that leaves J short (dimensions like 11 or 19 do not split), a shorter K
-    # may leave room for a longer J: keep the split whose shorter side is
-    # longest (both sides' runs are what the copy streams).
+def _block_split(dims: list[Dim], inner: Dim, width: int, group: int, short_k_bytes: int,
+                 elems: int) -> tuple[list[Dim], int, list[Dim], int, list[Dim]] | None:
+    """A block's groups (kgroup, ktot, jgroup, jtot, the dimensions left) of
+    at most ``elems`` values in all, for plan_block; None if K is too short.
+
+    K is taken first, as long as allowed, and J gets what room is left; when
+    that leaves J short (dimensions like 11 or 19 do not split), a shorter K
+    may leave room for a longer J: keep the split whose shorter side is
+    longest (both sides' runs are what the copy streams)."""
     best = None
     line = False
     for klimit in _k_limits(dims, width, group):
@@ -816,7 +825,7 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
         kgroup, ktot = take_group(rest, 1, width, klimit, None)
         if ktot < 8 and not (ktot >= 4 and ktot * width >= short_k_bytes):
             break
-        jgroup, jtot = take_group(rest, 2, width, min(group, block_elems(width) // ktot), inner)
+        jgroup, jtot = take_group(rest, 2, width, min(group, elems // ktot), inner)
         # Of two splits whose shorter side is equally short, and shorter than
         # 8, the one with more values (a K of 6 beside a J of 102, not a K of
         # 102 beside a J of 6, which is no block at all).
@@ -828,6 +837,44 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
             if best[3] * width >= (BLOCK_J_ENOUGH_ONE_BYTE if width == 1 else BLOCK_J_ENOUGH_BYTES):
                 break
             line = True
+    return best
+
+
+def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
+               short_k_bytes: int | None = None) -> KernelPlan | None:
+    """A ``block`` plan if the layout has a source-contiguous group K and a
+    destination-contiguous group J of at most ``group`` elements each that are
+    both long enough and at least one of them spans several dimensions (or a
+    split one); else None.  A K of 4 to 7 values is long enough where its
+    runs make ``short_k_bytes`` (BLOCK_SHORT_K_BYTES unless given).
+
+    The block holds at most block_elems values, or twice as many where
+    BLOCK_GROW_WIDTHS and BLOCK_GROW_MIN_TOTAL allow and neither of its
+    groups is then shorter nor its path through L2 another."""
+    if short_k_bytes is None:
+        short_k_bytes = BLOCK_SHORT_K_BYTES
+    plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width))
+    if (plan is None or plan.block is None or width not in BLOCK_GROW_WIDTHS
+            or math.prod(n for n, _, _ in merged) * width < BLOCK_GROW_MIN_TOTAL):
+        return plan
+    grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width))
+    if (grown is not None and grown.block is not None
+            and grown.block.j_elems >= plan.block.j_elems and grown.block.k_elems >= plan.block.k_elems
+            and grown.block.j_elems * grown.block.k_elems > plan.block.j_elems * plan.block.k_elems
+            and (grown.l2, grown.stream) == (plan.l2, plan.stream)):
+        return grown
+    return plan
+
+
+def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
+                elems: int) -> KernelPlan | None:
+    """plan_block for blocks of at most ``elems`` values."""
+    dims = list(merged)
+    inner = dims.pop()
+    # J starts at the destination's unit-stride dimension (the innermost).
+    if inner[2] != width or any(b == 0 for _, _, b in merged):
+        return None
+    best = _block_split(dims, inner, width, group, short_k_bytes, elems)
     if best is None:
         return None
     total = math.prod(n for n, _, _ in merged) * width

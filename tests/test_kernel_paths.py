@@ -3073,6 +3073,21 @@ def test_block_cases_take_big_blocks_in_place(monkeypatch):
                for plan in (gather_plan, scatter_plan))
 
 
+@pytest.mark.parametrize("dtype,sizes,order", [("int16", (121, 65, 110, 14), (3, 1, 2, 0)),
+                                                ("float16", (130, 20, 6, 121, 6), (0, 4, 3, 2, 1))])
+def test_two_byte_blocks_with_twice_the_room(dtype, sizes, order, threads):
+    # Two-byte permutations of 21-23 MiB whose blocks take room for twice
+    # block_elems values (BLOCK_GROW_MIN_TOTAL): gathered and scattered
+    # against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(order))
+    packed = ds.BufferTensorDesc(dtype, list(sizes)).effective_strides
+    for src, dst in ((desc.effective_strides, packed), (packed, desc.effective_strides)):
+        plan = _planner.plan_copy(list(sizes), list(src), list(dst), 16).main
+        assert plan.mode == "block"
+        assert _planner.block_elems(2) < plan.block.j_elems * plan.block.k_elems <= 2 * _planner.block_elems(2)
+    _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
 def test_a_mid_size_permutation_takes_a_big_block_in_place(threads):
     # 6.4 MB of uint8 in a scrambled 5-D order, at the default limits: big
     # enough for a big block (dimensions 17, 29, 31 and 23 do not split, so

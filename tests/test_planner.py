@@ -389,6 +389,59 @@ def test_close_wide_pixels_go_through_l2_from_the_streaming_size(sizes, l2):
     assert (nbytes >= _planner.stream_min_total) == l2 and bool(plan.l2) == l2
 
 
+def _main_plan(dtype, sizes, order, op):
+    return _permutation_plan(dtype, sizes, order, op)[0].main
+
+
+def _block_shape(plan):
+    return plan.block.j_elems, plan.block.k_elems
+
+
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("int16", (121, 65, 110, 14), (3, 1, 2, 0)),        # 23.1 MiB
+    ("float16", (130, 20, 6, 121, 6), (0, 4, 3, 2, 1)),  # 21.6 MiB
+    ("int16", (57, 4, 75, 12, 29, 4), (5, 2, 4, 1, 0, 3)),
+])
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op, monkeypatch):
+    # From BLOCK_GROW_MIN_TOTAL bytes, a two-byte block takes room for twice
+    # block_elems values where that leaves neither group shorter and the path
+    # through L2 the same: the plan with the room it had before, beside it.
+    plan = _main_plan(dtype, sizes, order, op)
+    monkeypatch.setattr(_planner, "BLOCK_GROW_WIDTHS", ())
+    before = _main_plan(dtype, sizes, order, op)
+    assert math.prod(sizes) * 2 >= _planner.BLOCK_GROW_MIN_TOTAL
+    assert plan.mode == before.mode == "block"
+    (j, k), (j0, k0) = _block_shape(plan), _block_shape(before)
+    assert j >= j0 and k >= k0 and j * k > j0 * k0
+    assert j0 * k0 <= _planner.block_elems(2) < j * k <= 2 * _planner.block_elems(2)
+    assert (plan.l2, plan.stream) == (before.l2, before.stream)
+    assert plan.tasks < before.tasks
+
+
+@pytest.mark.parametrize("sizes,order", [((80, 65, 110, 14), (3, 1, 2, 0)),     # 15.3 MiB
+                                         ((90, 20, 6, 121, 6), (0, 4, 3, 2, 1))])  # 15.0 MiB
+def test_two_byte_blocks_in_cache_keep_their_room(sizes, order, monkeypatch):
+    # Under BLOCK_GROW_MIN_TOTAL the block keeps block_elems values (these
+    # two would grow from a lower bound).
+    plan = _main_plan("int16", sizes, order, "gather")
+    assert math.prod(sizes) * 2 < _planner.BLOCK_GROW_MIN_TOTAL
+    assert _block_shape(plan)[0] * _block_shape(plan)[1] <= _planner.block_elems(2)
+    monkeypatch.setattr(_planner, "BLOCK_GROW_MIN_TOTAL", 1 << 20)
+    assert _block_shape(_main_plan("int16", sizes, order, "gather")) > _block_shape(plan)
+
+
+def test_two_byte_blocks_keep_their_room_where_a_group_would_shrink(monkeypatch):
+    # A 51.9 MiB int16 scatter: with twice the room, J would be the shorter
+    # (320 values rather than 640), so the block stays as it was.
+    sizes, order = (32, 59, 40, 60, 6), (3, 1, 4, 2, 0)
+    plan = _main_plan("int16", sizes, order, "scatter")
+    monkeypatch.setattr(_planner, "BLOCK_GROW_WIDTHS", ())
+    assert _block_shape(plan) == _block_shape(_main_plan("int16", sizes, order, "scatter"))
+    monkeypatch.setattr(_planner, "block_elems", lambda width: 2 * (1 << 16))
+    assert _block_shape(_main_plan("int16", sizes, order, "scatter"))[0] < _block_shape(plan)[0]
+
+
 @pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
                                                     (1999, 2861, 16, 128)])
 def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
