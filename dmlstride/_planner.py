@@ -341,7 +341,7 @@ class BlockGroups:
     stage_dst: bool                   # stage destination rows in L1
     lines: int                        # source lines of k per tile row (1 or 4)
     whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
-    next: bool = False                # in place: the last tiles ask for the next block's first
+    next: bool = False                # in place or whole: ask for the next block's lines
 
 
 @dataclass
@@ -720,10 +720,12 @@ WHOLE_BLOCKS = True
 #: control 1.00x; 0.83 -> 0.90).  Rows of 256-511 bytes measured 1.03x
 #: (0.92-1.17x; control 0.99x), of 128-192 bytes 0.81-0.99x.
 BLOCK_WHOLE_LINE_ROW_BYTES = 512
-#: Blocks in place (neither whole, through L2 nor streamed), all of J a
-#: task, in copies of at least this many bytes: the last tiles of each ask
-#: for the lines of the next block's first tiles, source and (rows of up to
-#: 256 bytes) destination, as each tile does for the tile two ahead.  A
+#: Blocks in place or whole (neither through L2 nor streamed row by row),
+#: all of J a task, in copies of at least this many bytes: the last tiles of
+#: each ask for the lines of the next block's first tiles, source and (rows
+#: of up to 256 bytes, in place) destination, as each tile does for the tile
+#: two ahead; small whole blocks ask for all their next block's source lines
+#: while their runs go out (block.c, DMLS_WHOLE_AHEAD_BYTES).  A
 #: block of a few tiles (a uint8 block of 54 x 135 values is three) started
 #: with all its lines missing.  In one process on the same buffers,
 #: alternating in a shuffled order (2 threads, 5 rounds), with the old code
@@ -954,7 +956,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         stream = l2 == 2 and dst_bytes >= transpose_stream_min()
     seg = jtot if l2 else share
     segments = -(-jtot // seg)
-    nxt = (not whole and not l2 and not stream and segments == 1
+    nxt = (not l2 and not stream and segments == 1
            and dst_bytes >= BLOCK_NEXT_MIN_TOTAL)
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),

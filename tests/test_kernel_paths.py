@@ -1968,6 +1968,38 @@ def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order,
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+# Whole blocks of 4-64 KiB (7.6-62.5 KiB).
+SMALL_WHOLE_BLOCKS = [WHOLE_BLOCKS[i] for i in (1, 2, 3, 7, 10, 11, 12, 13, 14, 15, 16)]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,runs", SMALL_WHOLE_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in SMALL_WHOLE_BLOCKS])
+def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, level, threads, monkeypatch):
+    # Whole blocks from BLOCK_NEXT_MIN_TOTAL bytes (here 0) are told the next
+    # block's source, whose lines those of 4-64 KiB ask for while their
+    # runs go out: the copies are the same, block by block.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.whole and plan.block.next and plan.segments == 1
+        assert 4096 <= plan.block.j_elems * plan.block.k_elems * plan.width <= 65536
+
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", 0)
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch):
+    dtype, sizes, order, op, _ = WHOLE_BLOCKS[0]
+    nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
+    with _stream_threshold(0):
+        monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", nbytes)
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+        assert plan.block.whole and plan.block.next
+        monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", nbytes + 1)
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+        assert plan.block.whole and not plan.block.next
+
+
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
     dtype, sizes, order, op, _ = WHOLE_BLOCKS[4]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
@@ -2276,7 +2308,7 @@ def _main_plan(dtype, sizes, order, op):
     return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
 
 
-def test_blocks_ask_for_the_next_only_in_place_whole_and_from_the_size_bound(monkeypatch):
+def test_blocks_ask_for_the_next_only_in_place_or_whole_and_from_the_size_bound(monkeypatch):
     # 48.6 MB: blocks of 54 x 135 bytes, in place.
     big = ("uint8", (45, 37, 18, 10, 3, 54), (3, 2, 5, 1, 0, 4), "gather")
     plan = _main_plan(*big)
@@ -2292,13 +2324,13 @@ def test_blocks_ask_for_the_next_only_in_place_whole_and_from_the_size_bound(mon
     # with the same J.
     plan = _main_plan("uint8", (34, 6, 33, 36), (3, 2, 1, 0), "gather")
     assert plan.mode == "block" and plan.segments > 1 and not plan.block.next
-    # Whole, through L2, and streamed rows: no.
+    # Whole blocks (J whole, one a task): yes; through L2 and streamed rows: no.
     with _stream_threshold(0):
         for case in (MANY_RUN_BLOCKS[0][:4], WHOLE_OVER_L2[0], LINE_ROWS_WHOLE_OR_L2[-1][:4],
                      LINE_ROWS_IN_PLACE[0][:4]):
             plan = _main_plan(*case)
             assert plan.mode == "block" and (plan.block.whole or plan.l2 or plan.stream)
-            assert not plan.block.next
+            assert plan.block.next == (plan.block.whole and plan.segments == 1)
 
 
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte

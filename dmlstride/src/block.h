@@ -13,8 +13,9 @@ void dmls_block_tables(const dmls_plan *p, char *scratch);
    (s, d), all of K.  s_next, d_next: the source and destination of the
    block the caller copies next (its outer offsets; all of its J), or NULL:
    a block through L2 asks for its first chunk's rows while its own last
-   chunk goes out, and a block in place (p->block_next) for the lines of
-   its first tiles while its own last tiles go.  scratch: the region
+   chunk goes out, a block in place (p->block_next) for the lines of its
+   first tiles while its own last tiles go, and a small whole block for all
+   its source lines while its own runs go out.  scratch: the region
    dmls_block_tables filled for p (offset tables, then tiles). */
 void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const char *s_next,
                 char *d_next, char *scratch);
