@@ -438,7 +438,7 @@ def test_two_byte_blocks_keep_their_room_where_a_group_would_shrink(monkeypatch)
     plan = _main_plan("int16", sizes, order, "scatter")
     monkeypatch.setattr(_planner, "BLOCK_GROW_WIDTHS", ())
     assert _block_shape(plan) == _block_shape(_main_plan("int16", sizes, order, "scatter"))
-    monkeypatch.setattr(_planner, "block_elems", lambda width: 2 * (1 << 16))
+    monkeypatch.setattr(_planner, "block_elems", lambda width, room=2 * _planner.BLOCK_ELEMS: room)
     assert _block_shape(_main_plan("int16", sizes, order, "scatter"))[0] < _block_shape(plan)[0]
 
 

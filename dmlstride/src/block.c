@@ -427,11 +427,12 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
    blocks in place do): such a block's source rows are short runs from
    many places, each block started with all of them missing, and its
    stores left the core idle meanwhile.  Two builds alternating (2
-   threads, 4-8 rounds): unnamed 5-D and 6-D permutations of 8-70 MB so
-   planned (uint8 to float64) ran 1.11x (18) and 1.19x (a fresh 20,
-   0.85-1.78x) faster by geometric mean, blocks of 10-64 KiB in a third set
-   0.90-2.8x; blocks of 88-177 KB 0.83-0.96x that way, and of 1.8-2.1 KiB
-   0.63x, 0.80x and 1.59x. */
+   threads, 4-8 rounds), unnamed 5-D and 6-D permutations of 8-70 MB so
+   planned (uint8 to float64): blocks of up to 64 KiB ran 1.19x faster by
+   geometric mean (20, 0.85-1.78x), 0.90-2.8x in a second set, and with
+   the lower bound 1.04x on a fresh 16 (0.64-1.43x); every block asking,
+   1.11x (18).  Blocks of 88-177 KB measured 0.83-0.96x that way, of
+   1.8-2.1 KiB 0.63x, 0.80x and 1.59x. */
 #define DMLS_WHOLE_AHEAD_MIN_BYTES 4096
 #define DMLS_WHOLE_AHEAD_BYTES 65536
 typedef char dmls_block_whole_tables_fit[2 * DMLS_BLOCK_GROUP * 8 <= DMLS_SCRATCH_BLOCK_BYTES ? 1 : -1];
