@@ -856,11 +856,10 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
     if short_k_bytes is None:
         short_k_bytes = BLOCK_SHORT_K_BYTES
     plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width))
-    if (plan is None or plan.block is None or width not in BLOCK_GROW_WIDTHS
-            or math.prod(n for n, _, _ in merged) * width < BLOCK_GROW_MIN_TOTAL):
+    if plan is None or width not in BLOCK_GROW_WIDTHS or plan.dst_bytes < BLOCK_GROW_MIN_TOTAL:
         return plan
     grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width))
-    if (grown is not None and grown.block is not None
+    if (grown is not None
             and grown.block.j_elems >= plan.block.j_elems and grown.block.k_elems >= plan.block.k_elems
             and grown.block.j_elems * grown.block.k_elems > plan.block.j_elems * plan.block.k_elems
             and (grown.l2, grown.stream) == (plan.l2, plan.stream)):

@@ -3111,12 +3111,11 @@ def test_two_byte_blocks_with_twice_the_room(dtype, sizes, order, threads):
     # Two-byte permutations of 21-23 MiB whose blocks take room for twice
     # block_elems values (BLOCK_GROW_MIN_TOTAL): gathered and scattered
     # against numpy.
-    desc = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(order))
-    packed = ds.BufferTensorDesc(dtype, list(sizes)).effective_strides
-    for src, dst in ((desc.effective_strides, packed), (packed, desc.effective_strides)):
-        plan = _planner.plan_copy(list(sizes), list(src), list(dst), 16).main
+    for op in ("gather", "scatter"):
+        plan = _main_plan(dtype, sizes, order, op)
         assert plan.mode == "block"
         assert _planner.block_elems(2) < plan.block.j_elems * plan.block.k_elems <= 2 * _planner.block_elems(2)
+    desc = ds.BufferTensorDesc.from_layout(dtype, list(sizes), list(order))
     _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
 
 

@@ -48,13 +48,6 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
    tiles four lines tall asking for theirs 0.74-1.08x. */
 #define DMLS_ASK_ROW_BYTES 1024
 #if DMLSTRIDE_HAVE_SIMD
-#define DMLS_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
-#elif defined(__GNUC__) || defined(__clang__)
-#define DMLS_PREFETCH(p) __builtin_prefetch((p), 0, 2)
-#else
-#define DMLS_PREFETCH(p) ((void)(p))
-#endif
-#if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */
 static inline void block_micro(int W, const char *const *sr, char *const *dr, int64_t k, int64_t j) {
     switch (W) {
@@ -163,7 +156,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             if (pf)
                 for (j = 0; j < nj2; j++)
                     for (q = 0; q < nb2; q += 64)
-                        DMLS_PREFETCH(sa + js[jb2 + j] + kb2 * W + q);
+                        DMLS_PREFETCH_L2(sa + js[jb2 + j] + kb2 * W + q);
             /* Its destination rows too (into L1), when each is a write
                stream of its own (one-line-tall tiles; a padded buffer or
                streaming stores take care of the others): with 16 or more
