@@ -434,12 +434,14 @@ def test_transposes_from_memory_write_256_bytes_of_each_row(dtype, sizes, layout
     ("int8", (3, 100, 37, 41)),     # a last piece of 493, or of 237 (the tile)
     ("uint8", (1, 120, 95, 97)),
     ("uint8", (2, 150, 101, 107)),  # pieces of 384, the last of 55 (the tile)
-    ("uint8", (4, 200, 61, 67)),    # wider pixels than the bound: the tile
+    ("uint8", (4, 200, 61, 67)),
+    ("uint8", (4, 232, 61, 67)),    # the widest pixels the bound takes
+    ("uint8", (4, 233, 61, 67)),    # wider pixels than the bound: the tile
 ], ids=str)
 @pytest.mark.parametrize("l2", [True, False], ids=["l2", "no_l2"])
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_streamed_pixels_of_65_to_192_bytes_to_planes(dtype, sizes, l2, level, threads):
-    # NHWC to NCHW gathers of one-byte pixels of up to 192 channels, streamed
+def test_streamed_pixels_of_65_to_232_bytes_to_planes(dtype, sizes, l2, level, threads):
+    # NHWC to NCHW gathers of one-byte pixels of up to 232 channels, streamed
     # (planned through the L2 buffers, in pieces of 1024 pixels, or not, in
     # pieces of 256-512): pieces of 256 pixels or more take the line-aligned
     # bands of whole destination lines (nt_shifted), shorter ones and wider

@@ -271,15 +271,18 @@ static int transpose_flags(const dmls_plan *p) {
    1.08-1.66x faster, 1.37x by geometric mean of 10; of 500 and 700
    channels 0.95x and 0.86x, so pixels of more than a line keep the
    tile.
-   Pixels of 65-192 one-byte channels (DMLS_SHIFTED_BYTE_PIXEL_MAX) go so
+   Pixels of 65-232 one-byte channels (DMLS_SHIFTED_BYTE_PIXEL_MAX) go so
    too, in pieces of DMLS_SHIFTED_BYTE_MIN_RUN or more (their tasks take
    about 60 KB of source, 320-960 pixels): they had taken the tile, or the
    L2 buffers for 1024 pixels.  Two builds alternating (2 threads, 4
    rounds), NHWC to NCHW gathers and de-interleaves of 65-190 uint8 and
    int8 channels, 11-70 MB, ran 1.33x faster over 8 fresh shapes
-   (1.00-1.69x), and 1.39-1.59x by set over the 16 tuned on; 200
-   channels 1.38x, but 230-301 0.77-0.98x. */
-#define DMLS_SHIFTED_BYTE_PIXEL_MAX 192
+   (1.00-1.69x), and 1.39-1.59x by set over the 16 tuned on.  The bound
+   was 192 then (230-301 channels had measured 0.77-0.98x); raised to 232,
+   two builds alternating (2 threads, 3 rounds), NHWC to NCHW gathers and
+   de-interleaves of 194-232 channels, 13-70 MB, ran 1.21x faster by
+   geometric mean (8, 1.02-1.50x) and 1.16x on a fresh 8 (0.94-1.52x). */
+#define DMLS_SHIFTED_BYTE_PIXEL_MAX 232
 #define DMLS_SHIFTED_BYTE_MIN_RUN 256
 /* Whether a streaming transpose of rows off line boundaries (kn values of w
    bytes a source row, rows iss bytes apart, jn of them) takes nt_shifted,
