@@ -48,6 +48,12 @@ CACHED_TRANSPOSE_BYTES = DMLS_CACHED_TRANSPOSE_BYTES
 TALL_TILE_BYTES = DMLS_TALL_TILE_BYTES
 REPEAT_MIN_ROWS = DMLS_REPEAT_MIN_ROWS
 TALL_TILE_ROWS = DMLS_TALL_TILE_ROWS
+SMALL_TILE = DMLS_SMALL_TILE
+BLOCK_L2_BYTES = DMLS_BLOCK_L2_BYTES
+BLOCK_L2_ROWS = DMLS_BLOCK_L2_ROWS
+BLOCK_L2_RUN = DMLS_BLOCK_L2_RUN
+RUN_TILE_MAX = DMLS_RUN_TILE_MAX
+CLOSE_ROW_BYTES = DMLS_CLOSE_ROW_BYTES
 
 # Copies below this many bytes keep the GIL (releasing it costs more than the copy).
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
@@ -231,6 +237,21 @@ cdef class Plan:
     def describe(self):
         """A dict describing the plan (for tests and the benchmark)."""
         return _planner.describe(self.layout)
+
+
+def _block_chunks(int64_t width, int64_t jn, int64_t kn):
+    """(values of j, values of k) per L2 chunk of a jn x kn block of
+    ``width``-byte values, and the row pitch of a buffer for rows of jn
+    values, as the kernels compute them.
+
+    Private: lets the tests hold the planner's copies of these
+    (``_planner.block_chunks``, ``_planner.block_pitch``) to the kernels'.
+    """
+    cdef int64_t jc = 0, kc = 0
+    if width not in (1, 2, 4, 8) or jn < 0 or kn < 0 or jn > (1 << 40) or kn > (1 << 40):
+        raise ValueError("width must be 1, 2, 4 or 8 and jn, kn in [0, 2**40]")
+    dmls_block_chunks(width, jn, kn, &jc, &kc)
+    return jc, kc, dmls_block_pitch(jn * width)
 
 
 def _set_ask_rows_min(int64_t nbytes):

@@ -30,6 +30,12 @@ cdef extern from "src/plan.h":
     int64_t DMLS_CACHED_TRANSPOSE_BYTES
     int64_t DMLS_TALL_TILE_BYTES
     int DMLS_REPEAT_MIN_ROWS
+    int DMLS_SMALL_TILE
+    int64_t DMLS_BLOCK_L2_BYTES
+    int DMLS_BLOCK_L2_ROWS
+    int DMLS_BLOCK_L2_RUN
+    int64_t dmls_block_pitch(int64_t n) noexcept nogil
+    void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int64_t* jc, int64_t* kc) noexcept nogil
 
     ctypedef struct dmls_group:
         int ndim
@@ -85,6 +91,7 @@ cdef extern from "src/plan.h":
 
 
 cdef extern from "src/tile-runs.h":
+    int DMLS_RUN_TILE_MAX
     int dmls_run_tile_width(int64_t w)
 
 cdef extern from "src/scratch.h":
@@ -107,6 +114,7 @@ cdef extern from "src/isa.h":
         DMLS_ISA_SSSE3
         DMLS_ISA_AVX2
     int DMLS_TALL_TILE_ROWS
+    int DMLS_CLOSE_ROW_BYTES
     int dmls_isa_select(int max_level) noexcept nogil
 
 

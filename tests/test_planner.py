@@ -23,6 +23,33 @@ def test_c_limits_agree_with_python():
     assert _engine.TALL_TILE_BYTES == _planner.TALL_TILE_MIN
     assert _engine.REPEAT_MIN_ROWS == _planner.REPEAT_MIN_ROWS
     assert _engine.TALL_TILE_ROWS == _planner.TALL_TILE_SEGMENT
+    assert _engine.SMALL_TILE == _planner.SMALL_TILE
+    assert _engine.BLOCK_L2_BYTES == _planner.BLOCK_L2_BYTES
+    assert _engine.BLOCK_L2_ROWS == _planner.BLOCK_L2_ROWS
+    assert _engine.BLOCK_L2_RUN == _planner.BLOCK_L2_RUN
+    assert _engine.RUN_TILE_MAX == _planner.RUN_TILE_MAX
+    assert _engine.CLOSE_ROW_BYTES == _planner.CLOSE_ROW_BYTES
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_block_chunks_agree_with_the_kernels(width):
+    # The planner's copies of the kernels' L2 chunking and buffer pitch
+    # decide which blocks go through L2 and at what cost: over J and K from
+    # 1 to 4096 (every length up to 160, then steps that hit multiples of
+    # lines and of 4 KiB pitches and the odd lengths beside them), both
+    # must give the same chunks and the same pitch.
+    lengths = sorted(set(range(1, 161)) | {n + d for n in range(192, 4097, 64) for d in (-1, 0, 1)})
+    for jn in lengths:
+        for kn in lengths[::7]:
+            jc, kc, pitch = _engine._block_chunks(width, jn, kn)
+            assert (jc, kc) == _planner.block_chunks(width, jn, kn), (jn, kn)
+            assert pitch == _planner.block_pitch(jn * width), jn
+
+
+def test_block_chunks_rejects_what_the_kernels_never_see():
+    for args in [(3, 10, 10), (1, -1, 10), (2, 10, -5), (4, 1 << 41, 1)]:
+        with pytest.raises(ValueError):
+            _engine._block_chunks(*args)
 
 
 def test_size_one_dims_dropped_and_contiguous_dims_merged():
