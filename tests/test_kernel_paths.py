@@ -4370,3 +4370,28 @@ def test_rest_outside_the_copy_refused(monkeypatch):
         monkeypatch.setattr(_planner, "split_for_block", shifted)
         with pytest.raises(ValueError, match="outside the copy"):
             _engine.Plan(sizes, src, dst, 8)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("float32", (39, 17, 2, 7, 17, 2), (5, 1, 3, 0, 4, 2), "scatter"),
+    ("float16", (260, 7, 397, 2), (3, 0, 2, 1), "scatter"),
+    ("uint8", (2, 7, 608, 43, 3), (2, 4, 1, 3, 0), "gather"),
+    ("float64", (2, 2, 2, 33, 180, 2), (5, 1, 0, 3, 4, 2), "scatter"),
+    ("int16", (4, 15, 17, 68, 7, 2), (1, 4, 3, 2, 5, 0), "gather"),
+    ("uint8", (2, 7, 38, 71, 34, 2), (3, 0, 2, 5, 4, 1), "gather"),   # one moved, one kept before it
+], ids=str)
+def test_strided_plans_with_far_revisited_dimensions_innermost(dtype, sizes, order, op, threads):
+    # Element-by-element plans whose tasks' lines a slower dimension comes
+    # back to from far away run that dimension innermost (revisit_order):
+    # the same outer dimensions, tile and rows, in another order.  Gathers
+    # and scatters (guard bytes and the gaps between elements included)
+    # against numpy.
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "strided"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "STRIDED_REVISIT_ORDER", False)
+        before, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.outer != before.outer and sorted(plan.outer) == sorted(before.outer)
+    assert (plan.tile, plan.inner, plan.tasks) == (before.tile, before.inner, before.tasks)
+    _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
+    check()

@@ -84,7 +84,9 @@ def test_short_strided_rows_run_in_batches(monkeypatch):
     sizes = (6, 26, 17, 13, 17, 6)
     g = _permuted_plan("gather", "int16", sizes, (3, 2, 1, 5, 4, 0))
     assert g.mode == "strided" and g.inner == (6, 204, 2) and g.tile == (17, 12, 12)
-    assert g.outer == [(6, 2, 1172184), (26, 1224, 45084), (17, 31824, 2652), (13, 541008, 204)]
+    # (the 6 values 2 bytes apart in the source, slowest in the destination,
+    # then run innermost: see test_strided_plans_run_far_revisited_dimensions_innermost)
+    assert g.outer == [(26, 1224, 45084), (17, 31824, 2652), (13, 541008, 204), (6, 2, 1172184)]
     assert g.tasks == g.outer_count == 6 * 26 * 17 * 13
     # A longer one is cut: 1092 rows (2^2 x 3 x 7 x 13) of 4 values, batches
     # of 52, the largest divisor within STRIDED_BATCH_VALUES values (no
@@ -92,7 +94,7 @@ def test_short_strided_rows_run_in_batches(monkeypatch):
     monkeypatch.setattr(_planner, "STRIDED_SHORT_K_BYTES", _planner.BLOCK_SHORT_K_BYTES)
     s = _permuted_plan("scatter", "float32", (7, 4, 39, 22, 4, 6), (5, 3, 0, 1, 2, 4))
     assert s.mode == "strided" and s.inner == (4, 24, 4)
-    assert s.tile == (52, 2112, 16) and s.outer[-1] == (21, 52 * 2112, 52 * 16)
+    assert s.tile == (52, 2112, 16) and (21, 52 * 2112, 52 * 16) in s.outer
     assert 52 * 4 <= _planner.STRIDED_BATCH_VALUES < 78 * 4      # 78 divides 1092 too
     assert s.outer_count * 52 * 4 == 7 * 4 * 39 * 22 * 4 * 6
     # Too few tasks left: rows one a task, as before.
@@ -849,3 +851,44 @@ def test_short_rows_far_apart_in_both_orders_run_in_pairs(monkeypatch):
     assert p.outer in (dest, source)
     monkeypatch.setattr(_planner, "SHORT_ROW_PAIR_BYTES", 256)
     assert _permuted_plan("gather", "uint32", sizes, order).outer == _planner.pair_short_rows(dest, 152)
+
+
+def _far_revisit(plan, dim):
+    """Bytes of other tasks between two values of outer dimension ``dim``."""
+    kn = plan.tile[0] if plan.tile is not None else 1
+    i = plan.outer.index(dim)
+    return 2 * plan.width * kn * plan.inner[0] * math.prod(n for n, _, _ in plan.outer[i + 1:])
+
+
+def test_strided_plans_run_far_revisited_dimensions_innermost(monkeypatch):
+    # An int16 gather whose source rows interleave three values of a
+    # dimension that lies 5.8 MB apart in the destination (outermost in
+    # destination order): every source line was read three times, the whole
+    # copy apart.  That dimension now runs innermost; the dimension already
+    # innermost, which continues the destination, stays next to it.
+    sizes, order = (3, 102, 75, 21, 9, 2), (3, 1, 5, 2, 4, 0)
+    plan = _main_plan("int16", sizes, order, "gather")
+    monkeypatch.setattr(_planner, "STRIDED_REVISIT_ORDER", False)
+    before = _main_plan("int16", sizes, order, "gather")
+    assert plan.mode == before.mode == "strided"
+    interleaved = (3, 2, 5783400)
+    assert before.outer[0] == interleaved and _far_revisit(before, interleaved) > _planner.FAR_REVISIT
+    assert plan.outer == before.outer[1:] + [interleaved]
+    assert (plan.tile, plan.inner) == (before.tile, before.inner)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint32", (31, 57, 4, 130, 4), (0, 3, 1, 4, 2), "scatter"),    # comes back within 7 KiB
+    ("float32", (103, 3, 2, 65, 17, 2), (3, 5, 0, 1, 4, 2), "gather"),
+    ("int16", (1570, 94, 3, 9, 5), (3, 1, 0, 4, 2), "gather"),
+])
+def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monkeypatch):
+    # Dimensions that come back to a task's lines within FAR_REVISIT bytes
+    # keep the destination order (moving them measured 0.57-0.88x).
+    plan = _main_plan(dtype, sizes, order, op)
+    monkeypatch.setattr(_planner, "STRIDED_REVISIT_ORDER", False)
+    before = _main_plan(dtype, sizes, order, op)
+    assert plan.mode == "strided" and plan.outer == before.outer
+    for dim in plan.outer:
+        if any(0 < x < 64 for x in dim[1:]):
+            assert _far_revisit(plan, dim) <= _planner.FAR_REVISIT
