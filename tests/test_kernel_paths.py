@@ -4395,3 +4395,24 @@ def test_strided_plans_with_far_revisited_dimensions_innermost(dtype, sizes, ord
     assert (plan.tile, plan.inner, plan.tasks) == (before.tile, before.inner, before.tasks)
     _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
     check()
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,batch", [
+    ("int16", (9, 2, 59, 262, 2), (0, 2, 4, 3, 1), "scatter", 131),     # 262 = 2 x 131
+    ("float16", (2, 89, 27, 3, 5), (4, 2, 0, 1, 3), "scatter", 89),      # 2 x 89 = 178
+    ("uint32", (86, 9, 53, 15, 7, 2), (1, 5, 3, 2, 0, 4), "scatter", None),
+], ids=str)
+def test_strided_batches_of_a_large_divisor(dtype, sizes, order, op, batch, threads):
+    # Short strided rows whose batch dimension has no divisor between 2 and
+    # the batch's size take its largest divisor up to BATCH_WHOLE_FACTOR
+    # times that (BATCH_GROW).  Gathers and scatters against numpy, guard
+    # bytes and the gaps between elements included.
+    plan, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "BATCH_GROW", False)
+        before, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == before.mode == "strided" and plan.inner == before.inner
+    assert plan.tile[0] > 2 * before.tile[0] and plan.tasks < before.tasks
+    if batch is not None:
+        assert plan.tile[0] == batch
+    _gather_and_scatter(dtype, sizes, order, op, lambda p: None)

@@ -103,6 +103,25 @@ def test_short_strided_rows_run_in_batches(monkeypatch):
     assert f.outer_count // 17 < _planner.STRIDED_BATCH_MIN_TASKS
 
 
+def test_short_strided_rows_batch_a_large_divisor_where_small_ones_are_all_that_fit(monkeypatch):
+    # 262 rows (2 x 131) of 2 int16 values: no divisor between 2 and the
+    # batch's 128 rows, so batches of 131 (within BATCH_WHOLE_FACTOR times
+    # the batch), not of 2 rows (8 bytes a task).
+    sizes, order = (87, 2, 59, 262, 2), (0, 2, 4, 3, 1)
+    s = _permuted_plan("scatter", "int16", sizes, order)
+    assert s.mode == "strided" and s.inner == (2, 61832, 2)
+    assert s.tile == (131, 4, 4) and (2, 524, 524) in s.outer
+    assert s.outer_count * 131 * 2 == math.prod(sizes)
+    most = _planner.STRIDED_BATCH_VALUES // 2
+    assert 131 <= most * _planner.BATCH_WHOLE_FACTOR and not any(262 % q == 0 for q in range(3, most + 1))
+    monkeypatch.setattr(_planner, "BATCH_GROW", False)
+    assert _permuted_plan("scatter", "int16", sizes, order).tile == (2, 4, 4)
+    monkeypatch.undo()
+    # A prime beyond that (263 rows) has no divisor at all: no batch.
+    p = _permuted_plan("scatter", "int16", (87, 2, 59, 263, 2), order)
+    assert p.mode == "strided" and p.tile is None
+
+
 def test_short_strided_rows_of_a_prime_count_batch_whole():
     # 37 rows of 7 float64 values (a prime count, no divisor within the
     # batch's STRIDED_BATCH_VALUES = 36 rows of 7): the whole dimension is
