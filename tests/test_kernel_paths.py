@@ -4316,6 +4316,30 @@ def test_copies_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (2, 163, 14, 21, 5, 15), (5, 4, 0, 2, 1, 3), "gather"),   # K of 21 -> 1008 and 399
+    ("int16", (4, 26, 557, 5, 3), (3, 2, 0, 4, 1), "scatter"),          # K of 15 -> 1020 and 195
+    ("float16", (20, 8, 11, 127, 10), (3, 0, 4, 2, 1), "scatter"),      # K of 10 -> 1020 and 250
+])
+def test_blocks_of_short_source_runs_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
+    # Blocks whose K (source runs) is under SPLIT_SHORT_BLOCK_BYTES are cut
+    # where a dimension stops K short: the first part's K longer, its J as
+    # long.  Both parts against numpy (a gather into a fresh array and into
+    # out=, or a scatter with guard bytes).
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    src, dst = (desc.effective_strides, packed) if op == "gather" else (packed, desc.effective_strides)
+    plan = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_SHORT_BLOCK_BYTES", 0)
+        whole = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+    assert whole.rest is None and whole.main.mode == "block"
+    assert whole.main.block.k_elems * whole.main.width < _planner.SPLIT_SHORT_BLOCK_BYTES
+    assert plan.main.block.k_elems > whole.main.block.k_elems
+    assert plan.main.block.j_elems >= whole.main.block.j_elems
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint32", (8, 2089, 2), (2, 1, 0), "gather"),
     ("float32", (8, 1327, 7), (2, 1, 0), "gather"),
     ("uint8", (3, 28, 9419), (2, 1, 0), "scatter"),

@@ -911,3 +911,16 @@ def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monk
     for dim in plan.outer:
         if any(0 < x < 64 for x in dim[1:]):
             assert _far_revisit(plan, dim) <= _planner.FAR_REVISIT
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,cut", [
+    ("uint8", (15, 163, 14, 21, 5, 15), (5, 4, 0, 2, 1, 3), "gather", True),    # K of 21: cut, J of 75 kept
+    ("uint8", (14, 1741, 366, 2, 3), (3, 4, 0, 2, 1), "scatter", False),         # K of 36, but J 1741 -> 358
+    ("uint8", (47, 101, 3, 10, 116), (2, 4, 3, 1, 0), "scatter", False),         # J of 47 short, K of 580
+])
+def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, sizes, order, op, cut):
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "block" and plan.main.dst_bytes >= _planner.SPLIT_MIN_BYTES
+    assert (plan.rest is not None) == cut
+    if cut:
+        assert plan.main.block.j_elems == 75 and plan.main.block.k_elems * plan.main.width >= 1000
