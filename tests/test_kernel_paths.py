@@ -4315,6 +4315,24 @@ def test_copies_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
 
 
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("float32", (3, 17, 4106), (2, 1, 0)),     # 4106 = 2 x 2053 beside a K of 51: J of 2
+    ("uint8", (2, 7, 9003), (2, 1, 0)),        # 9003 = 3 x 3001
+    ("float16", (3, 5, 6002), (2, 1, 0)),
+])
+def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order, threads, cut_small_copies):
+    # The destination's fastest dimension, too long for J's room and with no
+    # divisor that fits but a small one, is cut (SPLIT_INNER_J): the first
+    # part a block, the rest copied after it.  Against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_INNER_J", False)
+        uncut = _planner.plan_copy(list(sizes), desc.effective_strides, packed, desc.element_bits)
+    assert uncut.rest is None and uncut.main.mode == "tile"
+    _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint8", (2, 163, 14, 21, 5, 15), (5, 4, 0, 2, 1, 3), "gather"),   # K of 21 -> 1008 and 399
     ("int16", (4, 26, 557, 5, 3), (3, 2, 0, 4, 1), "scatter"),          # K of 15 -> 1020 and 195

@@ -924,3 +924,21 @@ def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, si
     assert (plan.rest is not None) == cut
     if cut:
         assert plan.main.block.j_elems == 75 and plan.main.block.k_elems * plan.main.width >= 1000
+
+
+def test_a_copy_cut_along_the_destinations_fastest_dimension(monkeypatch):
+    # A float64 reversal of (24441, 22, 4): K is the source's 88 values,
+    # and J's first dimension, 24441 = 3 x 8147, has no divisor within J's
+    # room of 744 but 3.  The copy is cut along it: 744 x 32 values as
+    # blocks, the rest (633) after them.
+    sizes, order = (24441, 22, 4), (2, 1, 0)
+    plan, _, dst = _permutation_plan("float64", sizes, order, "scatter")
+    room = min(_planner.BLOCK_GROUP_FIRST, _planner.block_elems(8) // 88)
+    assert room == 744 and 24441 % room == 633
+    assert plan.main.mode == "block" and plan.main.block.k_elems == 88
+    assert plan.main.block.j_elems > 8 and (24441 - 633) % plan.main.block.j_elems == 0
+    assert plan.rest is not None and plan.rest.block.j_elems == 633
+    assert plan.rest_dst == (24441 - 633) * dst[0] * 8
+    monkeypatch.setattr(_planner, "SPLIT_INNER_J", False)
+    uncut, _, _ = _permutation_plan("float64", sizes, order, "scatter")
+    assert uncut.rest is None and uncut.main.mode == "tile" and uncut.main.tile[0] == 4
