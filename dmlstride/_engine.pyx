@@ -104,7 +104,8 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     memset(c, 0, sizeof(dmls_plan))
     c.mode = _MODES[kp.mode]
     c.width = kp.width
-    if c.width not in (1, 2, 4, 8) and not (c.mode == DMLS_MODE_TILE and dmls_run_tile_width(c.width)):
+    if c.width not in (1, 2, 4, 8) and not (c.mode in (DMLS_MODE_TILE, DMLS_MODE_BLOCK)
+                                            and dmls_run_tile_width(c.width)):
         raise ValueError(f"plan: element width {c.width}; expected 1, 2, 4 or 8 "
                          f"(or runs of 3 to 32 bytes, transposed)")
     c.src_nibble = kp.src_nibble
@@ -123,6 +124,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
                                         or c.inner_dst_stride != c.width or kp.stream or kp.l2):
         raise ValueError(f"plan: runs of {c.width} bytes are transposed only with both sides' "
                          f"fastest runs contiguous, without streaming or L2 buffers")
+    if c.width not in (1, 2, 4, 8) and c.mode == DMLS_MODE_BLOCK and (
+            kp.block.whole or kp.block.next or kp.block.stage_src or kp.block.stage_dst or kp.block.lines != 1):
+        raise ValueError(f"plan: blocks of {c.width}-byte runs go in place, one line tall, unstaged")
     channels = 8 if c.width == 1 else 7   # the interleave kernels' most channels
     if c.mode == DMLS_MODE_INTERLEAVE and not 2 <= c.tile_size <= channels:
         raise ValueError(f"plan: {c.tile_size} interleaved channels of {c.width} bytes; "

@@ -543,18 +543,26 @@ ODD_RUNS = [
 ]
 
 
+@pytest.fixture(params=[True, False], ids=["run_blocks", "run_tiles"])
+def run_blocks(request, monkeypatch):
+    # Runs whose source-fast side is a group of dimensions as blocks of runs
+    # (RUN_BLOCKS), or every transpose of runs through the run tile.
+    yield from _planner_setting(monkeypatch, "RUN_BLOCKS", request.param)
+
+
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("op", ["gather", "scatter", "copy"])
 @pytest.mark.parametrize("dtype,sizes,order", ODD_RUNS, ids=str)
-def test_odd_runs_transposed_whole(dtype, sizes, order, op, level, threads):
+def test_odd_runs_transposed_whole(dtype, sizes, order, op, level, threads, run_blocks):
     # Permutations that keep a last dimension of 3-16 bytes other than 4 and
     # 8 move its runs whole through the run tile (the planner's plan
-    # checked; 3-byte runs in registers four by four with SSSE3); gathers
-    # from a buffer that ends at the last run, scatters between guard bytes,
-    # and copies into the reversed order of the other dimensions over random
-    # bytes, against numpy.
+    # checked; 3-byte runs in registers four by four with SSSE3), or as a
+    # block of runs over its offset tables; gathers from a buffer that ends
+    # at the last run, scatters between guard bytes, and copies into the
+    # reversed order of the other dimensions over random bytes, against numpy.
     plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
-    assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
+    assert plan.mode in (("tile", "block") if _planner.RUN_BLOCKS else ("tile",))
+    assert plan.width == sizes[-1] * np.dtype(dtype).itemsize
     with _isa_level(level):
         check()
 
@@ -588,9 +596,10 @@ def no_whole_blocks(monkeypatch):
     ("float32", (30, 20, 8), (1, 0, 2)),            # 32
     ("uint8", (7, 9, 11, 21), (2, 0, 1, 3)),
 ], ids=str)
-def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads):
+def test_wide_runs_transposed_whole(dtype, sizes, order, op, threads, run_blocks):
     plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
-    assert plan.mode == "tile" and plan.width == sizes[-1] * np.dtype(dtype).itemsize
+    assert plan.mode in (("tile", "block") if _planner.RUN_BLOCKS else ("tile",))
+    assert plan.width == sizes[-1] * np.dtype(dtype).itemsize
     check()
 
 
@@ -618,6 +627,8 @@ WIDE_RUNS = [
 
 @pytest.mark.parametrize("dtype,sizes,order,op,run", WIDE_RUNS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WIDE_RUNS])
 def test_runs_of_17_to_32_bytes_take_the_run_tile(dtype, sizes, order, op, run, threads, monkeypatch):
+    monkeypatch.setattr(_planner, "RUN_BLOCKS", False)
+
     def check_plan(plan):
         assert plan.mode == "tile" and plan.width == run
 
@@ -4458,3 +4469,60 @@ def test_strided_batches_of_a_large_divisor(dtype, sizes, order, op, batch, thre
     if batch is not None:
         assert plan.tile[0] == batch
     _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
+
+
+
+# Runs whose source-fast side is a group of dimensions, planned as blocks of
+# runs (dtype, sizes, order, run bytes, ops).
+RUN_BLOCK_CASES = [
+    ("uint8", (81, 4, 25, 4, 12, 5), (4, 1, 2, 0, 3, 5), 5, ("gather", "scatter")),
+    ("uint8", (7, 9, 31, 12, 3), (3, 1, 0, 2, 4), 3, ("gather", "scatter")),
+    ("float16", (6, 7, 5, 11, 3), (1, 3, 0, 2, 4), 6, ("gather", "scatter")),
+    ("float32", (6, 7, 5, 11, 3), (1, 3, 0, 2, 4), 12, ("gather", "scatter")),
+    ("uint8", (33, 7, 9, 10, 7), (3, 1, 0, 2, 4), 7, ("gather", "scatter")),
+    ("float32", (9, 13, 6, 7, 5), (3, 1, 0, 2, 4), 20, ("scatter",)),
+    ("int16", (5, 11, 70, 9, 14), (3, 1, 0, 2, 4), 28, ("scatter",)),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,run,op", [c[:4] + (op,) for c in RUN_BLOCK_CASES for op in c[4]],
+                         ids=str)
+def test_blocks_of_runs(dtype, sizes, order, run, op, threads, monkeypatch):
+    # The run tile's kernel over a block's offset tables (dmls_run_block):
+    # the planner's plan checked, then gathers and scatters (guard bytes,
+    # the gaps between runs) against numpy; with RUN_BLOCKS off, the run
+    # tile, whose tasks are smaller and read fewer than
+    # RUN_BLOCK_TILE_BYTES of each source row.
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and plan.width == run and plan.l2 == 0 and not plan.stream
+    assert not plan.block.whole and not plan.block.next and plan.block.lines == 1
+    check()
+    monkeypatch.setattr(_planner, "RUN_BLOCKS", False)
+    tile, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert tile.mode == "tile" and tile.width == run and tile.tile[0] * run < _planner.RUN_BLOCK_TILE_BYTES
+    assert tile.tile[0] * tile.segment_len < plan.block.k_elems * plan.block.j_elems
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda b: setattr(b, "whole", True), "in place"),
+    (lambda b: setattr(b, "next", True), "in place"),
+    (lambda b: setattr(b, "stage_src", True), "unstaged"),
+    (lambda b: setattr(b, "lines", 4), "one line tall"),
+])
+def test_engine_refuses_blocks_of_runs_it_would_not_run(monkeypatch, change, match):
+    # A block of runs runs only in place: the engine refuses a plan that asks
+    # for a whole block, the next block, staging or taller tiles.
+    plan_copy = _planner.plan_copy
+
+    def broken(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        assert plan.main.mode == "block" and plan.main.width == 5
+        change(plan.main.block)
+        return plan
+
+    monkeypatch.setattr(_planner, "plan_copy", broken)
+    sizes, order = (81, 4, 25, 4, 12, 5), (4, 1, 2, 0, 3, 5)
+    desc = ds.BufferTensorDesc.from_layout("uint8", sizes, order)
+    packed = ds.BufferTensorDesc("uint8", sizes)
+    with pytest.raises(ValueError, match=match):
+        _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 8)

@@ -184,12 +184,14 @@ def test_short_contiguous_runs_are_wider_values():
     ("scatter", "int16", (30, 20, 10, 7), (2, 1, 0, 3), (10, 14, 8400), (30, 2800, 14)),   # 14 bytes
     ("gather", "float64", (40, 30, 2), (1, 0, 2), (40, 16, 480), (30, 640, 16)),              # 16 bytes
 ])
-def test_odd_runs_are_values_of_the_run_tile(op, dtype, sizes, order, tile, inner):
+def test_odd_runs_are_values_of_the_run_tile(op, dtype, sizes, order, tile, inner, monkeypatch):
     # Contiguous runs of 3-16 bytes on both sides other than 4 and 8 (a
     # permutation that keeps a last dimension of 3 bytes, 3 float16, 7
     # int16 or 2 float64 values) are the values of a transpose (the
     # engine's run tile): the destination's fastest dimension is j, the
-    # source's k; no streaming, no L2 buffers.
+    # source's k; no streaming, no L2 buffers.  (Blocks of runs off: the
+    # 7-value int16 scatter's source side is a group, 10 x 30 runs.)
+    monkeypatch.setattr(_planner, "RUN_BLOCKS", False)
     p = _permuted_plan(op, dtype, sizes, order)
     assert (p.mode, p.width, p.tile, p.inner) == ("tile", inner[2], tile, inner)
     assert not p.stream and p.l2 == 0
@@ -942,3 +944,26 @@ def test_a_copy_cut_along_the_destinations_fastest_dimension(monkeypatch):
     monkeypatch.setattr(_planner, "SPLIT_INNER_J", False)
     uncut, _, _ = _permutation_plan("float64", sizes, order, "scatter")
     assert uncut.rest is None and uncut.main.mode == "tile" and uncut.main.tile[0] == 4
+
+
+def test_runs_from_a_group_of_source_dimensions_make_a_block(monkeypatch):
+    # Runs of 5 bytes whose source-fast side is two dimensions (4 x 81 runs
+    # back to back): a block of runs, in place, rather than the run tile's
+    # tasks of 4 x 12 runs (20 bytes of each source row).
+    sizes, order = (81, 4, 252, 4, 12, 5), (4, 1, 2, 0, 3, 5)
+    plan = _main_plan("uint8", sizes, order, "gather")
+    assert plan.mode == "block" and plan.width == 5
+    assert plan.block.k_elems >= 4 * 81 and plan.block.j_elems == 12
+    assert plan.block.k_elems * plan.block.j_elems * 5 <= _planner.RUN_BLOCK_BYTES
+    assert (plan.l2, plan.stream, plan.block.whole, plan.block.next) == (0, False, False, False)
+    monkeypatch.setattr(_planner, "RUN_BLOCKS", False)
+    tile = _main_plan("uint8", sizes, order, "gather")
+    assert tile.mode == "tile" and tile.width == 5 and tile.tile[0] == 4
+
+
+def test_runs_whose_tile_reads_long_source_rows_keep_the_run_tile():
+    # An 18-byte-run transpose whose run tile reads 129 runs (2322 bytes) of
+    # each source row a task: at least RUN_BLOCK_TILE_BYTES, so the tile.
+    plan = _main_plan("float16", (173, 129, 9), (1, 0, 2), "gather")
+    assert plan.mode == "tile" and plan.width == 18
+    assert plan.tile[0] * 18 >= _planner.RUN_BLOCK_TILE_BYTES

@@ -12,6 +12,7 @@
 #include "prefetch.h"
 #include "scratch.h"
 #include "tile.h"
+#include "tile-runs.h"
 #if DMLSTRIDE_HAVE_SIMD
 #include "micro-sse2.h"
 #endif
@@ -309,6 +310,7 @@ typedef char dmls_block_tiles_fit[DMLS_BLOCK_TABLES + DMLS_BJ * 80 + 64 * DMLS_B
                                   (DMLS_BJ + 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
 typedef char dmls_block_plain_fits[DMLS_BLOCK_TABLES + (21 << 10) <= DMLS_SCRATCH_REGION &&
                                    DMLS_BLOCK_TABLES + DMLS_TILE_STAGE_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
+typedef char dmls_block_run_stage_fits[DMLS_BLOCK_TABLES + DMLS_RUN_TILE_STAGE <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The arena's block buffers hold what the chunks need. */
 typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
 
@@ -482,6 +484,12 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     const int64_t w = p->width, jn = j1 - j0, kn = p->kgroup.elems;
     int64_t ja = 0, body = 0;
     d += j0 * w;
+    if (dmls_run_tile_width(w)) {
+        /* runs of 3, 5-7 or 9-32 bytes: the run tile over the tables (planned
+           in place: no L2 buffers, no streaming, no whole blocks) */
+        dmls_run_block((int)w, s, js, jn, d, kd, kn, tiles);
+        return;
+    }
     if (p->l2 != DMLS_L2_NONE) {
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, jn, d, kd, j0 == 0 && j1 == p->inner_size ? s_next : NULL, tiles))

@@ -1,4 +1,7 @@
-/* The transposing tile for runs of 3, 5-7 and 9-32 bytes (tile-runs.h).
+/* The transposing tile for runs of 3, 5-7 and 9-32 bytes (tile-runs.h), and
+   for blocks of such runs (dmls_run_block: the same loops over a block's
+   offset tables, source row j at s + js[j], destination row k at
+   d + kd[k]).
 
    A tile is TK runs of a source row (about DMLS_RUN_TILE_ROW bytes) by
    TJ = DMLS_RUN_TILE_J source rows.  Each source row's piece is read in
@@ -56,8 +59,13 @@ static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
         memcpy(d, s, 32);
 }
 
-static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn,
-                                      int64_t jn, char *stage) {
+/* Source row j at s + j * iss, destination row k at d + k * kds; or, for a
+   block (js, kd not NULL), at s + js[j] and d + kd[k]. */
+#define RUN_SRC(j) (js != NULL ? s + js[j] : s + (j) * iss)
+#define RUN_DST(k) (kd != NULL ? d + kd[k] : d + (k) * kds)
+
+static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, const int64_t *js, char *d,
+                                      int64_t kds, const int64_t *kd, int64_t kn, int64_t jn, char *stage) {
     const int64_t TJ = DMLS_RUN_TILE_J, P = TJ * W + DMLS_RUN_TILE_PAD;
     int64_t TK = DMLS_RUN_TILE_ROW / W, jb, kb, nj, nk, a, b, wide, nkb, njb, nnj, nnk, a0, b0;
     if (TK > kn) TK = kn;
@@ -73,7 +81,7 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
             nnk = kn - nkb < TK ? kn - nkb : TK;
             a0 = b0 = 0;
 #if DMLSTRIDE_HAVE_SSSE3
-            if (W == 3 && nk >= 6 && nj >= 4 && dmls_isa.level >= DMLS_ISA_SSSE3) {
+            if (W == 3 && js == NULL && nk >= 6 && nj >= 4 && dmls_isa.level >= DMLS_ISA_SSSE3) {
                 /* four rows by four runs in registers: the runs before a0 of
                    the rows before b0 (whose 16-byte loads stay within nk runs) */
                 a0 = ((nk - 6) / 4 + 1) * 4;
@@ -82,9 +90,9 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
             }
 #endif
             for (b = 0; b < nj; b++) {
-                const char *sp = s + (jb + b) * iss + kb * W;
+                const char *sp = RUN_SRC(jb + b) + kb * W;
                 char *tp = stage + b * W;
-                if (b < nnj) dmls_prefetch_l2_lines(s + (njb + b) * iss + nkb * W, nnk * W);
+                if (b < nnj) dmls_prefetch_l2_lines(RUN_SRC(njb + b) + nkb * W, nnk * W);
                 for (a = b < b0 ? a0 : 0; a + 4 <= wide; a += 4) {
                     run_wide(tp + a * P, sp + a * W, W);
                     run_wide(tp + (a + 1) * P, sp + (a + 1) * W, W);
@@ -95,16 +103,17 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
                 if (wide < nk) dmls_copy_short(tp + wide * P, sp + wide * W, W);
             }
             for (a = 0; a < nk; a++) {
-                if (a < nnk && nnj > 0) dmls_prefetch_l2_lines(d + (nkb + a) * kds + njb * W, nnj * W);
-                dmls_copy_short(d + (kb + a) * kds + jb * W, stage + a * P, nj * W);
+                if (a < nnk && nnj > 0) dmls_prefetch_l2_lines(RUN_DST(nkb + a) + njb * W, nnj * W);
+                dmls_copy_short(RUN_DST(kb + a) + jb * W, stage + a * P, nj * W);
             }
         }
     }
 }
 
-void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {
+static void run_tiles(int w, const char *s, int64_t iss, const int64_t *js, char *d, int64_t kds,
+                      const int64_t *kd, int64_t kn, int64_t jn, char *stage) {
     switch (w) {
-#define DMLS_RUN_CASE(W_) case W_: run_tile(W_, s, iss, d, kds, kn, jn, stage); break;
+#define DMLS_RUN_CASE(W_) case W_: run_tile(W_, s, iss, js, d, kds, kd, kn, jn, stage); break;
     DMLS_RUN_CASE(3) DMLS_RUN_CASE(5) DMLS_RUN_CASE(6) DMLS_RUN_CASE(7)
     DMLS_RUN_CASE(9) DMLS_RUN_CASE(10) DMLS_RUN_CASE(11) DMLS_RUN_CASE(12) DMLS_RUN_CASE(13) DMLS_RUN_CASE(14)
     DMLS_RUN_CASE(15) DMLS_RUN_CASE(16) DMLS_RUN_CASE(17) DMLS_RUN_CASE(18) DMLS_RUN_CASE(19) DMLS_RUN_CASE(20)
@@ -113,4 +122,13 @@ void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int6
 #undef DMLS_RUN_CASE
     default: break;
     }
+}
+
+void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {
+    run_tiles(w, s, iss, NULL, d, kds, NULL, kn, jn, stage);
+}
+
+void dmls_run_block(int w, const char *s, const int64_t *js, int64_t jn, char *d, const int64_t *kd, int64_t kn,
+                    char *stage) {
+    run_tiles(w, s, 0, js, d, 0, kd, kn, jn, stage);
 }

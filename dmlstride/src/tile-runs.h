@@ -21,6 +21,13 @@ static inline int dmls_run_tile_width(int64_t w) {
 #define DMLS_RUN_TILE_STAGE 24576
 void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
 
+/* The same for a block (DMLS_MODE_BLOCK) of such runs: run (k, j) from
+   s + js[j] + k * w to d + kd[k] + j * w, for j < jn and k < kn (K
+   contiguous in the source, J in the destination).  Reads and writes stay
+   within those runs' bytes. */
+void dmls_run_block(int w, const char *s, const int64_t *js, int64_t jn, char *d, const int64_t *kd, int64_t kn,
+                    char *stage);
+
 /* tile-runs-ssse3.c: the stage of 3-byte runs, four rows by four runs at a
    time (see there); only where dmls_isa.level >= DMLS_ISA_SSSE3. */
 void dmls_run3_stage_ssse3(const char *s, int64_t iss, char *stage, int64_t P, int64_t nj, int64_t na);
