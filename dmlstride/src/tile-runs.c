@@ -110,29 +110,27 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
     }
 }
 
-/* Every width a constant of its own copy of run_tile; the tile's with no
-   tables (NULL), so that its row addresses need no test. */
-#define DMLS_RUN_SWITCH(ISS, JS, KDS, KD)                                                                  \
+/* Every width a constant of its own copy of run_tile, over the row
+   addresses the caller names (iss, js, kds, kd: the tile's tables are
+   constant NULLs, so its addresses need no test). */
+#define DMLS_RUN_CASE(W_) case W_: run_tile(W_, s, iss, js, d, kds, kd, kn, jn, stage); break;
+#define DMLS_RUN_WIDTHS                                                                                  \
     switch (w) {                                                                                         \
-    DMLS_RUN_CASE(3, ISS, JS, KDS, KD) DMLS_RUN_CASE(5, ISS, JS, KDS, KD) DMLS_RUN_CASE(6, ISS, JS, KDS, KD)   \
-    DMLS_RUN_CASE(7, ISS, JS, KDS, KD) DMLS_RUN_CASE(9, ISS, JS, KDS, KD) DMLS_RUN_CASE(10, ISS, JS, KDS, KD)  \
-    DMLS_RUN_CASE(11, ISS, JS, KDS, KD) DMLS_RUN_CASE(12, ISS, JS, KDS, KD) DMLS_RUN_CASE(13, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(14, ISS, JS, KDS, KD) DMLS_RUN_CASE(15, ISS, JS, KDS, KD) DMLS_RUN_CASE(16, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(17, ISS, JS, KDS, KD) DMLS_RUN_CASE(18, ISS, JS, KDS, KD) DMLS_RUN_CASE(19, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(20, ISS, JS, KDS, KD) DMLS_RUN_CASE(21, ISS, JS, KDS, KD) DMLS_RUN_CASE(22, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(23, ISS, JS, KDS, KD) DMLS_RUN_CASE(24, ISS, JS, KDS, KD) DMLS_RUN_CASE(25, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(26, ISS, JS, KDS, KD) DMLS_RUN_CASE(27, ISS, JS, KDS, KD) DMLS_RUN_CASE(28, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(29, ISS, JS, KDS, KD) DMLS_RUN_CASE(30, ISS, JS, KDS, KD) DMLS_RUN_CASE(31, ISS, JS, KDS, KD) \
-    DMLS_RUN_CASE(32, ISS, JS, KDS, KD)                                                                   \
+    DMLS_RUN_CASE(3) DMLS_RUN_CASE(5) DMLS_RUN_CASE(6) DMLS_RUN_CASE(7)                                   \
+    DMLS_RUN_CASE(9) DMLS_RUN_CASE(10) DMLS_RUN_CASE(11) DMLS_RUN_CASE(12) DMLS_RUN_CASE(13) DMLS_RUN_CASE(14) \
+    DMLS_RUN_CASE(15) DMLS_RUN_CASE(16) DMLS_RUN_CASE(17) DMLS_RUN_CASE(18) DMLS_RUN_CASE(19) DMLS_RUN_CASE(20) \
+    DMLS_RUN_CASE(21) DMLS_RUN_CASE(22) DMLS_RUN_CASE(23) DMLS_RUN_CASE(24) DMLS_RUN_CASE(25) DMLS_RUN_CASE(26) \
+    DMLS_RUN_CASE(27) DMLS_RUN_CASE(28) DMLS_RUN_CASE(29) DMLS_RUN_CASE(30) DMLS_RUN_CASE(31) DMLS_RUN_CASE(32) \
     default: break;                                                                                      \
     }
-#define DMLS_RUN_CASE(W_, ISS, JS, KDS, KD) case W_: run_tile(W_, s, ISS, JS, d, KDS, KD, kn, jn, stage); break;
 
 void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {
-    DMLS_RUN_SWITCH(iss, NULL, kds, NULL)
+    const int64_t *const js = NULL, *const kd = NULL;
+    DMLS_RUN_WIDTHS
 }
 
 void dmls_run_block(int w, const char *s, const int64_t *js, int64_t jn, char *d, const int64_t *kd, int64_t kn,
                     char *stage) {
-    DMLS_RUN_SWITCH(0, js, 0, kd)
+    const int64_t iss = 0, kds = 0;
+    DMLS_RUN_WIDTHS
 }
