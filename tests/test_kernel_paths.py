@@ -4292,13 +4292,20 @@ def cut_small_copies(monkeypatch):
     yield from _planner_setting(monkeypatch, "SPLIT_MIN_BYTES", 0)
 
 
-def _check_cut_copy(dtype, sizes, order, op, seed):
-    # The copy's plan is cut in two; gathered (into a fresh array and into
-    # out=) and scattered (random bytes, 16 guard bytes after) against numpy.
+def _copy_plan(dtype, sizes, order, op):
+    # The planner's whole plan (a CopyPlan: main and rest) of ``op``
+    # ("gather" or "scatter") on the ``order`` permutation of ``sizes``,
+    # with that permutation's descriptor.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
     src, dst = (desc.effective_strides, packed) if op == "gather" else (packed, desc.effective_strides)
-    plan = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+    return _planner.plan_copy(list(sizes), src, dst, desc.element_bits), desc
+
+
+def _check_cut_copy(dtype, sizes, order, op, seed):
+    # The copy's plan is cut in two; gathered (into a fresh array and into
+    # out=) and scattered (random bytes, 16 guard bytes after) against numpy.
+    plan, desc = _copy_plan(dtype, sizes, order, op)
     assert plan.main.mode == "block" and plan.rest is not None
     rng = np.random.default_rng(seed)
     if op == "gather":
@@ -4335,11 +4342,9 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
     # The destination's fastest dimension, too long for J's room and with no
     # divisor that fits but a small one, is cut (SPLIT_INNER_J): the first
     # part a block, the rest copied after it.  Against numpy.
-    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_planner, "SPLIT_INNER_J", False)
-        uncut = _planner.plan_copy(list(sizes), desc.effective_strides, packed, desc.element_bits)
+        uncut, _ = _copy_plan(dtype, sizes, order, "gather")
     assert uncut.rest is None and uncut.main.mode == "tile"
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
@@ -4354,13 +4359,10 @@ def test_blocks_of_short_source_runs_cut_in_two(dtype, sizes, order, op, threads
     # where a dimension stops K short: the first part's K longer, its J as
     # long.  Both parts against numpy (a gather into a fresh array and into
     # out=, or a scatter with guard bytes).
-    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
-    src, dst = (desc.effective_strides, packed) if op == "gather" else (packed, desc.effective_strides)
-    plan = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+    plan, _ = _copy_plan(dtype, sizes, order, op)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_planner, "SPLIT_SHORT_BLOCK_BYTES", 0)
-        whole = _planner.plan_copy(list(sizes), src, dst, desc.element_bits)
+        whole, _ = _copy_plan(dtype, sizes, order, op)
     assert whole.rest is None and whole.main.mode == "block"
     assert whole.main.block.k_elems * whole.main.width < _planner.SPLIT_SHORT_BLOCK_BYTES
     assert plan.main.block.k_elems > whole.main.block.k_elems
