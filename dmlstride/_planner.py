@@ -248,6 +248,23 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: 0.54-1.64x, 1.08x: those keep the 12 MiB bound.
 TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
 TILE_STREAM_NARROW_MIN_ROW = 40
+#: Tile plans of four- and eight-byte values stream from this many sixteenths
+#: of stream_min_total (2 MiB), and those whose source rows lie more than
+#: CLOSE_ROW_BYTES apart go through the L2 buffers from
+#: TILE_L2_WIDE_MIN_TOTAL (see tile_through_l2), the same 2 MiB: under 12 MiB
+#: the cached tile read odd-sized 2-D transposes at 0.1-0.2 of the memcpy
+#: limit (2001 x 1503 float32, 2.2 GB/s on 2 threads). In one process on the
+#: same buffers, alternating (2 threads, 3 rounds, the old plan against
+#: itself as a control: 0.88-1.07x), unnamed 2-D transposes, NHWC/NCHW
+#: conversions and 3-D to 6-D permutations of 2-14 MB so planned ran 1.2x
+#: faster by geometric mean in each of three sets (float32 2001 x 1503 2.7x;
+#: four- and eight-byte ones 0.79-2.2x, the one under 0.9 a float64 5-D
+#: scatter), and 1.3x and 1.41x in two fresh sets of 26 and 24 (0.68-2.2x;
+#: the one under 0.8 beside a control of 2.1). Under 2 MB they measured 0.93x
+#: (0.56-1.39x: the small 2-D ones 0.56-0.78x), and one- and two-byte ones of
+#: 2-8 MB 0.49-2.3x (1.06x over 27 of 4.5-8.3 MB), so those keep their bounds.
+TILE_STREAM_WIDE_SIXTEENTHS = 1
+TILE_L2_WIDE_MIN_TOTAL = 2 << 20
 
 
 #: Contiguous copies stream also when the bytes they read and write
@@ -281,7 +298,15 @@ def tile_stream_min(width: int, row_stride: int) -> int:
     bytes apart use streaming stores from this many bytes."""
     if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
+    if width >= 4:
+        return wide_tile_stream_min()
     return transpose_stream_min()
+
+
+def wide_tile_stream_min() -> int:
+    """Tile plans of four- and eight-byte values stream from this many
+    bytes (see TILE_STREAM_WIDE_SIXTEENTHS)."""
+    return stream_min_total * TILE_STREAM_WIDE_SIXTEENTHS // 16
 
 
 def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
@@ -1794,7 +1819,9 @@ CLOSE_ROW_BYTES = 1024
 def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h): from
     stream_min_total bytes, where source and destination together are
-    twice the L3, and most from TILE_L2_EARLY_MIN_TOTAL (see there).  Before
+    twice the L3, most from TILE_L2_EARLY_MIN_TOTAL (see there), and four-
+    and eight-byte ones with source rows far apart from
+    TILE_L2_WIDE_MIN_TOTAL, where they start to stream.  Before
     that bound, below stream_min_total the cached tile with streaming stores
     ran 1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
     0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
@@ -1817,8 +1844,14 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     """
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
-    early = plan.width <= 2 or plan.inner[1] > CLOSE_ROW_BYTES
-    if plan.dst_bytes < (min(stream_min_total, TILE_L2_EARLY_MIN_TOTAL) if early else stream_min_total):
+    far = plan.inner[1] > CLOSE_ROW_BYTES
+    if plan.width >= 4 and far:
+        least = TILE_L2_WIDE_MIN_TOTAL
+    elif plan.width <= 2 or far:
+        least = TILE_L2_EARLY_MIN_TOTAL
+    else:
+        least = stream_min_total
+    if plan.dst_bytes < min(stream_min_total, least):
         return False
     _, kss, kds = plan.tile
     k = task_k(plan)

@@ -87,19 +87,24 @@ def _stream_threshold(nbytes):
 
 
 @pytest.fixture
-def narrow_tiles_stream_from_12_mib():
+def tiles_stream_from_12_mib():
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
-    # or more apart stream from 8 MiB; the tests of such copies between 8 and
-    # 12 MiB that do not stream (the paths that copies of closer rows, and
-    # ones under a raised threshold, still take) pin them with the 12 MiB
-    # bound of wider values, cached plans dropped on the way in and out.
-    old = _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW
-    _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW = _planner.TRANSPOSE_STREAM_EIGHTHS
+    # or more apart stream from 8 MiB, of four- and eight-byte values from 2
+    # MiB; the tests of such copies under 12 MiB that do not stream (the
+    # paths that copies of closer rows, and ones under a raised threshold,
+    # still take) pin them with the 12 MiB bound (and the wide ones' L2
+    # buffers with the 16 MiB of narrow ones), cached plans dropped on the way
+    # in and out.
+    p = _planner
+    old = p.TRANSPOSE_STREAM_EIGHTHS_NARROW, p.TILE_STREAM_WIDE_SIXTEENTHS, p.TILE_L2_WIDE_MIN_TOTAL
+    p.TRANSPOSE_STREAM_EIGHTHS_NARROW = p.TRANSPOSE_STREAM_EIGHTHS
+    p.TILE_STREAM_WIDE_SIXTEENTHS = 2 * p.TRANSPOSE_STREAM_EIGHTHS
+    p.TILE_L2_WIDE_MIN_TOTAL = p.TILE_L2_EARLY_MIN_TOTAL
     try:
-        with _stream_threshold(_planner.stream_min_total):
+        with _stream_threshold(p.stream_min_total):
             yield
     finally:
-        _planner.TRANSPOSE_STREAM_EIGHTHS_NARROW = old
+        p.TRANSPOSE_STREAM_EIGHTHS_NARROW, p.TILE_STREAM_WIDE_SIXTEENTHS, p.TILE_L2_WIDE_MIN_TOTAL = old
 
 
 def _check_scatter(values, desc, out, offset=0, **options):
@@ -240,12 +245,29 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
         _check_scatter(values, back, _random_buffer(back.total_tensor_size_in_bytes + 64, k))
 
 
+@pytest.mark.parametrize("dtype,k,j", [("float32", 2001, 1503), ("uint32", 761, 703), ("float64", 1001, 1503),
+                                       ("float32", 1503, 2001)], ids=str)
+def test_wide_transposes_of_2_to_12_mib_stream_through_l2(dtype, k, j, threads):
+    # Four- and eight-byte 2-D transposes of 2-12 MiB, rows off line
+    # boundaries, stream through the L2 buffers: gather and scatter (guard
+    # bytes past the end), against numpy.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["stream"] and plan["l2"] == "both"
+    assert _planner.wide_tile_stream_min() <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
+    expect = _numpy_gather(buf, desc)
+    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+    back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
+    _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+
+
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),
                                        ("int16", 2203, 2017), ("uint16", 1999, 2861), ("float32", 1452, 1453),
                                        ("float64", 1040, 1031)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads, narrow_tiles_stream_from_12_mib):
+def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, threads, tiles_stream_from_12_mib):
     # 2-D transposes just under and over 8 MiB: under it the tile reads one-
     # and two-byte source rows (off a line boundary) in place, over it through
     # the staged tile, as a copy that comes from memory, in segments of
@@ -307,7 +329,7 @@ def test_short_pixels_into_planes_a_multiple_of_2_kib_take_tall_tiles(dtype, siz
                                          ("uint8", (8, 130, 64, 128)), ("int16", (8, 160, 64, 64)),
                                          ("float16", (2, 150, 128, 128))], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads, narrow_tiles_stream_from_12_mib):
+def test_planes_a_multiple_of_1_kib_into_pixels_from_memory(dtype, sizes, level, threads, tiles_stream_from_12_mib):
     # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes a
     # multiple of 1 KiB long into pixels of up to 1 KiB: tiles four source
     # lines deep, pixels in one segment or several (130-160 channels), 40 or
@@ -348,7 +370,7 @@ def test_one_byte_pixels_in_bands_every_band_in_its_rows(sizes, level, stream, t
                                          ("int16", (8, 25, 196, 160)), ("uint8", (5253, 20, 5, 19)),
                                          ("int16", (2, 64, 211, 193)), ("uint8", (3, 33, 301, 347))], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, threads, narrow_tiles_stream_from_12_mib):
+def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, threads, tiles_stream_from_12_mib):
     # NCHW to NHWC scatters of 8-12 MiB that do not stream, from planes off
     # 1 KiB multiples into pixels of up to 64 channels back to back: tiles
     # four source lines deep (all channels in one tile), ragged channel
@@ -821,12 +843,14 @@ def test_small_transpose_with_a_prime_factor_is_cut_into_short_segments(dtype, t
 def test_transposes_cut_into_uneven_pieces_of_k(dtype, rows, cols, threads):
     # Column-major matrices of 8-16 MB whose rows (k) have no divisor for
     # enough tasks, into rows off line boundaries: whole segments of 256
-    # columns and k in uneven pieces (the last shorter), streamed; gathered
-    # and scattered with guard bytes against numpy.
+    # columns (through L2, of an L2 chunk's columns) and k in uneven pieces
+    # (the last shorter), streamed; gathered and scattered with guard bytes
+    # against numpy.
     desc = ds.BufferTensorDesc(dtype, [rows, cols], strides=[1, rows])
     plan = transfer._plan(desc, "gather").describe()
     pieces, piece = plan["tile_pieces"]
-    assert plan["mode"] == "tile" and plan["segment"] == 256 and plan["stream"]
+    segment = plan["l2_chunk"][0] if plan["l2"] != "none" else 256
+    assert plan["mode"] == "tile" and plan["segment"] == segment and plan["stream"]
     assert (pieces - 1) * piece < rows < pieces * piece
     _check_gather_and_scatter(desc, np.random.default_rng(rows))
 
@@ -1078,7 +1102,7 @@ def test_one_byte_transposes_into_rows_an_odd_multiple_of_1_kib_apart(level, dty
     ("uint8", "gather", (3001, 2048)),      # source rows off lines: 64 bytes of k a tile, 57 past the last
     ("int16", "scatter", (2048, 1500)),     # source rows 3000 bytes apart, 28 values of k past the last tile
 ], ids=str)
-def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads, narrow_tiles_stream_from_12_mib):
+def test_tall_tiles_into_rows_2_kib_apart(level, dtype, op, sizes, threads, tiles_stream_from_12_mib):
     # One- and two-byte transposes of 4 MiB or more into destination rows a
     # multiple of 2 KiB apart take tiles of 256 source rows, in segments of
     # as many values where the tasks allow, 128 bytes of k a tile (64 where
@@ -1673,7 +1697,8 @@ def pixels_in_segments(monkeypatch):
 
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_transpose_segments_narrower_than_a_micro_block(dtype, level, threads, pixels_in_segments):
+def test_transpose_segments_narrower_than_a_micro_block(dtype, level, threads, pixels_in_segments,
+                                                        tiles_stream_from_12_mib):
     # 16 column-major k x j matrices to row-major: rows of j are cut into
     # segments of 64 values (pixels_in_segments: rows of up to 1 KiB back to
     # back otherwise stay whole), which leaves a last segment of r = 1 .. N - 1
@@ -2930,8 +2955,9 @@ def test_streaming_gather_into_fresh_and_reused_outputs(dtype, streaming, thread
 
 
 def test_streaming_limit_applies_to_plans_made_afterwards():
-    # Transposes stream from 3/8 of the limit; contiguous copies from the
-    # limit, or from 10/8 of it counting the bytes read and written.
+    # Transposes of four-byte values stream from 1/16 of the limit
+    # (TILE_STREAM_WIDE_SIXTEENTHS); contiguous copies from the limit, or
+    # from 10/8 of it counting the bytes read and written.
     sizes = [1, 64, 4, 64]
     nbytes = 64 * 4 * 64 * 4
     src_desc, dst_desc = _layout_pair("float32", sizes, True)
@@ -2951,9 +2977,9 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
         assert streams() and streams(False)
         _engine._set_stream_min_total(nbytes * 8 // 5 + 8)  # 10/8 of it: 2 * nbytes + 8
         assert streams() and not streams(False)
-        _engine._set_stream_min_total(nbytes * 8 // 3)      # 3/8 of it: nbytes - 1
+        _engine._set_stream_min_total(nbytes * 16)          # 1/16 of it: nbytes
         assert streams()
-        _engine._set_stream_min_total(nbytes * 8 // 3 + 8)  # 3/8 of it: nbytes + 2
+        _engine._set_stream_min_total(nbytes * 16 + 16)     # 1/16 of it: nbytes + 1
         assert not streams()
         with pytest.raises(ValueError):
             _engine._set_stream_min_total(-1)

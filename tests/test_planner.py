@@ -393,11 +393,14 @@ def _transpose_2d(rows, cols, bits):
 @pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (3700, 4441, 8),
                                             (2400, 2222, 16), (3000, 4001, 8), (1900, 1777, 32),
                                             (1000, 1999, 64)])
-def test_transposes_from_memory_take_long_segments(rows, cols, bits):
+def test_transposes_from_memory_take_long_segments(rows, cols, bits, monkeypatch):
     # Transposes of TRANSPOSE_FROM_MEMORY bytes or more, with
     # destination rows off line boundaries and rows of at least four long
     # segments, copy MEMORY_TILE_SEGMENT values per segment (k cut into equal
     # pieces where that leaves too few tasks), and cover the rows exactly.
+    # (Four- and eight-byte ones go through L2 from 2 MiB: here from the 16
+    # MiB of narrower ones, under which the 13.5 and 16.0 MB ones lie.)
+    monkeypatch.setattr(_planner, "TILE_L2_WIDE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
     plan = _transpose_2d(rows, cols, bits)
     width = bits // 8
     assert rows * cols * width >= _planner.TRANSPOSE_FROM_MEMORY
@@ -412,11 +415,11 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits):
 @pytest.mark.parametrize("rows,cols,bits,l2", [
     (3700, 4441, 8, False), (4001, 4441, 8, True),      # 16.4 and 17.8 MB
     (2011, 4001, 16, False), (2111, 4001, 16, True),    # 16.1 and 16.9 MB
-    (1011, 4001, 32, False), (1111, 4001, 32, True),    # 16.2 and 17.8 MB
 ])
 def test_transposes_go_through_l2_from_16_mib(rows, cols, bits, l2):
-    # Streaming 2-D transposes (source rows far apart) take the L2 buffers
-    # from TILE_L2_EARLY_MIN_TOTAL bytes.
+    # Streaming 2-D transposes of one- and two-byte values (source rows far
+    # apart) take the L2 buffers from TILE_L2_EARLY_MIN_TOTAL bytes (wider
+    # ones: test_wide_tiles_stream_from_2_mib).
     plan = _transpose_2d(rows, cols, bits)
     nbytes = rows * cols * bits // 8
     assert plan.mode == "tile" and plan.stream and plan.tile[2] % 64 != 0
@@ -796,18 +799,52 @@ def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
     (3001, 3011, 8, True),      # 9.0 MB of bytes, source rows 3001 bytes apart
     (2203, 2017, 16, True),     # 8.9 MB of int16
     (2897, 2895, 8, False),     # just under 8 MiB: in cache
-    (1452, 1853, 32, False),    # 10.8 MB of four-byte values: those stream from 12 MiB
+    (1452, 1853, 32, True),     # 10.8 MB of four-byte values: those stream from 2 MiB
     (2501, 2511, 16, True),     # 12.6 MB: past 12 MiB, as before
 ])
 def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (TRANSPOSE_STREAM_EIGHTHS_NARROW of the
-    # streaming threshold), wider values from 12 MiB.
+    # streaming threshold), wider values from 2 MiB.
     plan = _transpose_2d(rows, cols, bits)
     assert plan.mode == "tile" and abs(plan.inner[1]) >= _planner.TILE_STREAM_NARROW_MIN_ROW
     assert plan.stream == streams
     assert _planner.tile_stream_min(bits // 8, abs(plan.inner[1])) == (
-        8 << 20 if bits <= 16 else _planner.transpose_stream_min())
+        8 << 20 if bits <= 16 else _planner.wide_tile_stream_min())
+
+
+@pytest.mark.parametrize("rows,cols,bits,streams", [
+    (2001, 1503, 32, True),     # 12.0 MB of float32: under 12 MiB, but four-byte values
+    (1001, 1503, 64, True),     # 12.0 MB of float64
+    (760, 701, 32, True),       # 2.13 MB: just past 2 MiB
+    (700, 701, 32, False),      # 1.96 MB: under it, in cache
+    (511, 511, 64, False),      # 2.09 MB, but the 2 MiB bound is 2 097 152 bytes
+    (2001, 1503, 16, False),    # 6.0 MB of int16: narrow values keep 8 MiB
+])
+def test_wide_tiles_stream_from_2_mib(rows, cols, bits, streams):
+    # Tile plans of four- and eight-byte values stream from 2 MiB
+    # (wide_tile_stream_min), and with source rows far apart (a 2-D
+    # transpose's) go through the L2 buffers from there too
+    # (TILE_L2_WIDE_MIN_TOTAL).
+    plan = _transpose_2d(rows, cols, bits)
+    nbytes = rows * cols * bits // 8
+    assert plan.mode == "tile" and plan.inner[1] > _planner.CLOSE_ROW_BYTES
+    assert plan.stream == streams == (bits >= 32 and nbytes >= _planner.wide_tile_stream_min())
+    assert bool(plan.l2) == streams == (bits >= 32 and nbytes >= _planner.TILE_L2_WIDE_MIN_TOTAL)
+
+
+@pytest.mark.parametrize("dtype,sizes,streams", [("float32", (2, 40, 173, 147), True),   # 8.1 MB
+                                                 ("float64", (2, 24, 61, 97), True),     # 2.3 MB
+                                                 ("float32", (1, 24, 61, 97), False)])   # 0.6 MB
+def test_wide_pixels_stream_from_2_mib_without_l2(dtype, sizes, streams):
+    # NHWC to NCHW gathers of four- and eight-byte values (source rows, the
+    # pixels, close together) stream from 2 MiB too, but keep out of the L2
+    # buffers until stream_min_total.
+    strided = list(ds.BufferTensorDesc.from_layout(dtype, list(sizes), "NHWC").effective_strides)
+    packed = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    plan = _planner.plan_copy(list(sizes), strided, packed, np.dtype(dtype).itemsize * 8).main
+    assert plan.mode == "tile" and plan.inner[1] <= _planner.CLOSE_ROW_BYTES
+    assert plan.stream == streams and not plan.l2
 
 
 @pytest.mark.parametrize("dtype,sizes,op,streams", [
@@ -815,11 +852,12 @@ def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
     ("int16", (1, 18, 467, 555), "gather", False),    # pixels of 36 bytes
     ("uint8", (2, 40, 592, 257), "gather", True),     # pixels of 40 bytes
     ("float16", (3, 55, 72, 437), "scatter", True),   # planes into pixels: rows a plane apart
-    ("float32", (3, 30, 217, 116), "gather", False),  # 9.1 MB of four-byte values
+    ("float32", (3, 30, 217, 116), "gather", True),   # 9.1 MB of four-byte values: from 2 MiB
 ])
 def test_nhwc_conversions_of_8_to_12_mib_stream_by_row_distance(dtype, sizes, op, streams):
     # NHWC conversions of 8-12 MiB: one- and two-byte tile plans stream when
-    # their source rows lie at least TILE_STREAM_NARROW_MIN_ROW bytes apart.
+    # their source rows lie at least TILE_STREAM_NARROW_MIN_ROW bytes apart,
+    # four- and eight-byte ones whatever the distance.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     nbytes = desc.total_tensor_size_in_bytes
     assert (8 << 20) <= nbytes < _planner.transpose_stream_min()
