@@ -1811,6 +1811,16 @@ def stages_over_l2(plan: KernelPlan) -> bool:
 #: over three sets); pixels close together (NHWC to NCHW gathers of 9-41
 #: float32, uint32 and float64 channels) 0.81-1.11x keep 32 MiB.
 TILE_L2_EARLY_MIN_TOTAL = 1 << 24
+#: One- and two-byte ones whose source rows lie more than CLOSE_ROW_BYTES
+#: apart (a 2-D transpose's) take them from 8 MiB, where they start to
+#: stream (TRANSPOSE_STREAM_EIGHTHS_NARROW).  In one process on the same
+#: buffers, alternating (2 threads, 3 rounds, the old plan against itself as
+#: a control: 0.97-1.05x), unnamed uint8, int16 and float16 transposes of
+#: 8.4-16.7 MB so planned ran 1.44x faster by geometric mean (19, 0.92-1.93x;
+#: the two under 1.0 source rows of 162 and 344 bytes, which keep 16 MiB),
+#: and with the rule a fresh 28 of 2-D and 3-D ones 1.52x (1.20-1.89x, none
+#: slower: 6.5-8.2 -> 10-13 GB/s).
+TILE_L2_FAR_NARROW_MIN_TOTAL = 8 << 20
 #: (pixels of an NHWC copy: see TILE_L2_EARLY_MIN_TOTAL; tile.c's
 #: DMLS_CLOSE_ROW_BYTES)
 CLOSE_ROW_BYTES = 1024
@@ -1819,9 +1829,9 @@ CLOSE_ROW_BYTES = 1024
 def tile_through_l2(plan: KernelPlan) -> bool:
     """Whether a streaming transpose goes through L2 (plan.h): from
     stream_min_total bytes, where source and destination together are
-    twice the L3, most from TILE_L2_EARLY_MIN_TOTAL (see there), and four-
-    and eight-byte ones with source rows far apart from
-    TILE_L2_WIDE_MIN_TOTAL, where they start to stream.  Before
+    twice the L3, most from TILE_L2_EARLY_MIN_TOTAL (see there), and those
+    with source rows far apart from where they start to stream
+    (TILE_L2_WIDE_MIN_TOTAL, TILE_L2_FAR_NARROW_MIN_TOTAL).  Before
     that bound, below stream_min_total the cached tile with streaming stores
     ran 1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
     0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
@@ -1847,7 +1857,9 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     far = plan.inner[1] > CLOSE_ROW_BYTES
     if plan.width >= 4 and far:
         least = TILE_L2_WIDE_MIN_TOTAL
-    elif plan.width <= 2 or far:
+    elif far:
+        least = TILE_L2_FAR_NARROW_MIN_TOTAL
+    elif plan.width <= 2:
         least = TILE_L2_EARLY_MIN_TOTAL
     else:
         least = stream_min_total

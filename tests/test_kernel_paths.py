@@ -92,19 +92,23 @@ def tiles_stream_from_12_mib():
     # or more apart stream from 8 MiB, of four- and eight-byte values from 2
     # MiB; the tests of such copies under 12 MiB that do not stream (the
     # paths that copies of closer rows, and ones under a raised threshold,
-    # still take) pin them with the 12 MiB bound (and the wide ones' L2
-    # buffers with the 16 MiB of narrow ones), cached plans dropped on the way
-    # in and out.
+    # still take) pin them with the 12 MiB bound (and the L2 buffers of
+    # transposes with source rows far apart at 16 MiB), cached plans dropped
+    # on the way in and out.
     p = _planner
-    old = p.TRANSPOSE_STREAM_EIGHTHS_NARROW, p.TILE_STREAM_WIDE_SIXTEENTHS, p.TILE_L2_WIDE_MIN_TOTAL
-    p.TRANSPOSE_STREAM_EIGHTHS_NARROW = p.TRANSPOSE_STREAM_EIGHTHS
-    p.TILE_STREAM_WIDE_SIXTEENTHS = 2 * p.TRANSPOSE_STREAM_EIGHTHS
-    p.TILE_L2_WIDE_MIN_TOTAL = p.TILE_L2_EARLY_MIN_TOTAL
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_WIDE_SIXTEENTHS", "TILE_L2_WIDE_MIN_TOTAL",
+             "TILE_L2_FAR_NARROW_MIN_TOTAL")
+    old = [getattr(p, name) for name in names]
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS, p.TILE_L2_EARLY_MIN_TOTAL,
+              p.TILE_L2_EARLY_MIN_TOTAL)
+    for name, value in zip(names, pinned):
+        setattr(p, name, value)
     try:
         with _stream_threshold(p.stream_min_total):
             yield
     finally:
-        p.TRANSPOSE_STREAM_EIGHTHS_NARROW, p.TILE_STREAM_WIDE_SIXTEENTHS, p.TILE_L2_WIDE_MIN_TOTAL = old
+        for name, value in zip(names, old):
+            setattr(p, name, value)
 
 
 def _check_scatter(values, desc, out, offset=0, **options):

@@ -390,17 +390,24 @@ def _transpose_2d(rows, cols, bits):
     return _planner.plan_copy([rows, cols], [1, rows], [cols, 1], bits).main
 
 
+@pytest.fixture
+def far_rows_through_l2_from_16_mib(monkeypatch):
+    # Transposes whose source rows lie far apart go through the L2 buffers
+    # from where they stream (2 MiB for four- and eight-byte values, 8 MiB
+    # for narrower ones); the tests of the paths such copies take from
+    # memory outside L2 pin the 16 MiB of closer rows.
+    monkeypatch.setattr(_planner, "TILE_L2_WIDE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
+    monkeypatch.setattr(_planner, "TILE_L2_FAR_NARROW_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
+
+
 @pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (3700, 4441, 8),
                                             (2400, 2222, 16), (3000, 4001, 8), (1900, 1777, 32),
                                             (1000, 1999, 64)])
-def test_transposes_from_memory_take_long_segments(rows, cols, bits, monkeypatch):
+def test_transposes_from_memory_take_long_segments(rows, cols, bits, far_rows_through_l2_from_16_mib):
     # Transposes of TRANSPOSE_FROM_MEMORY bytes or more, with
     # destination rows off line boundaries and rows of at least four long
     # segments, copy MEMORY_TILE_SEGMENT values per segment (k cut into equal
     # pieces where that leaves too few tasks), and cover the rows exactly.
-    # (Four- and eight-byte ones go through L2 from 2 MiB: here from the 16
-    # MiB of narrower ones, under which the 13.5 and 16.0 MB ones lie.)
-    monkeypatch.setattr(_planner, "TILE_L2_WIDE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
     plan = _transpose_2d(rows, cols, bits)
     width = bits // 8
     assert rows * cols * width >= _planner.TRANSPOSE_FROM_MEMORY
@@ -413,18 +420,18 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits, monkeypatch
 
 
 @pytest.mark.parametrize("rows,cols,bits,l2", [
-    (3700, 4441, 8, False), (4001, 4441, 8, True),      # 16.4 and 17.8 MB
-    (2011, 4001, 16, False), (2111, 4001, 16, True),    # 16.1 and 16.9 MB
+    (2897, 2895, 8, False), (3001, 3011, 8, True),      # 8.39 (just under 8 MiB) and 9.0 MB
+    (2047, 2047, 16, False), (2203, 2017, 16, True),    # 8.38 and 8.9 MB
 ])
-def test_transposes_go_through_l2_from_16_mib(rows, cols, bits, l2):
-    # Streaming 2-D transposes of one- and two-byte values (source rows far
-    # apart) take the L2 buffers from TILE_L2_EARLY_MIN_TOTAL bytes (wider
-    # ones: test_wide_tiles_stream_from_2_mib).
+def test_narrow_transposes_go_through_l2_from_8_mib(rows, cols, bits, l2):
+    # 2-D transposes of one- and two-byte values (source rows far apart)
+    # stream and take the L2 buffers from TILE_L2_FAR_NARROW_MIN_TOTAL bytes
+    # (wider ones: test_wide_tiles_stream_from_2_mib).
     plan = _transpose_2d(rows, cols, bits)
     nbytes = rows * cols * bits // 8
-    assert plan.mode == "tile" and plan.stream and plan.tile[2] % 64 != 0
+    assert plan.mode == "tile" and plan.tile[2] % 64 != 0
     assert plan.inner[1] > _planner.CLOSE_ROW_BYTES
-    assert (nbytes >= _planner.TILE_L2_EARLY_MIN_TOTAL) == l2 and bool(plan.l2) == l2
+    assert (nbytes >= _planner.TILE_L2_FAR_NARROW_MIN_TOTAL) == l2 == bool(plan.l2) == plan.stream
 
 
 @pytest.mark.parametrize("sizes,l2", [((2, 24, 411, 413), False), ((2, 40, 301, 331), False),
@@ -497,7 +504,7 @@ def test_two_byte_blocks_keep_their_room_where_a_group_would_shrink(monkeypatch)
 
 @pytest.mark.parametrize("rows,cols,bits,segment", [(2111, 2047, 16, 128), (3001, 3011, 8, 192),
                                                     (1999, 2861, 16, 128)])
-def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment):
+def test_long_segments_give_way_to_enough_tasks(rows, cols, bits, segment, far_rows_through_l2_from_16_mib):
     # Where k has no divisor that brings the tasks to MIN_TILE_TASKS, the rows
     # are cut into shorter segments again: the longest whole 64-value tiles up
     # to about MIN_TILE_TASKS of them that still give that many tasks (2861
@@ -539,7 +546,8 @@ def test_rows_off_lines_cut_k_where_segments_would_be_64_values(rows, cols, bits
     (354, 326, 8, "small"),             # 115 KB
     (2119, 1024, 16, "rows line-aligned"),  # 2 KiB destination rows
 ])
-def test_segments_of_64_values_where_pieces_do_not_apply(monkeypatch, rows, cols, bits, why):
+def test_segments_of_64_values_where_pieces_do_not_apply(monkeypatch, rows, cols, bits, why,
+                                                        far_rows_through_l2_from_16_mib):
     if why == "bound raised":
         monkeypatch.setattr(_planner, "PIECES_MIN_BYTES", 1 << 40)
     plan = _transpose_2d(rows, cols, bits)
@@ -551,7 +559,7 @@ def test_segments_of_64_values_where_pieces_do_not_apply(monkeypatch, rows, cols
 @pytest.mark.parametrize("rows,cols,bits,why", [
     (1777, 1501, 16, "in cache"),          # 5.1 MB
     (2047, 2047, 8, "in cache"),           # 4.0 MB, just under
-    (1201, 1301, 32, "in cache"),           # 6.0 MB
+    (1201, 1301, 32, "through L2"),        # 6.0 MB: four-byte values from 2 MiB
     (8192, 1024, 8, "rows line-aligned"),  # 1024-byte destination rows
     (16001, 1000, 8, "short rows"),        # 1000 values: fewer than four segments
     (5011, 7919, 8, "through L2"),         # 39.7 MB: the L2 buffers take it
