@@ -264,6 +264,17 @@ TILE_STREAM_NARROW_MIN_ROW = 40
 #: (0.56-1.39x: the small 2-D ones 0.56-0.78x), and one- and two-byte ones of
 #: 2-8 MB 0.49-2.3x (1.06x over 27 of 4.5-8.3 MB), so those keep their bounds.
 TILE_STREAM_WIDE_SIXTEENTHS = 1
+#: One-byte tile plans whose source rows lie more than CLOSE_ROW_BYTES apart
+#: (a 2-D transpose's) stream from this many eighths of stream_min_total (4
+#: MiB) and go through the L2 buffers from TILE_L2_FAR_BYTE_MIN_TOTAL, the
+#: same 4 MiB: in one process on the same buffers, alternating (2 threads, 3
+#: rounds, the old plan against itself as a control: 0.85-1.10x), 24
+#: unnamed uint8 transposes of 4.2-8.4 MB so planned ran 1.22x faster by
+#: geometric mean (0.74-1.86x; 2-D ones from 5.5-8.2 to 7.9-10.3 GB/s).
+#: Two-byte ones of 4.5-8.4 MB measured about even (0.49-1.29x) and keep 8
+#: MiB.
+TILE_STREAM_EIGHTHS_BYTE_FAR = 1
+TILE_L2_FAR_BYTE_MIN_TOTAL = 4 << 20
 TILE_L2_WIDE_MIN_TOTAL = 2 << 20
 
 
@@ -296,6 +307,8 @@ def transpose_stream_min() -> int:
 def tile_stream_min(width: int, row_stride: int) -> int:
     """Tile plans of values of width bytes whose source rows lie row_stride
     bytes apart use streaming stores from this many bytes."""
+    if width == 1 and row_stride > CLOSE_ROW_BYTES:
+        return stream_min_total * TILE_STREAM_EIGHTHS_BYTE_FAR // 8
     if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:
@@ -1831,7 +1844,8 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     stream_min_total bytes, where source and destination together are
     twice the L3, most from TILE_L2_EARLY_MIN_TOTAL (see there), and those
     with source rows far apart from where they start to stream
-    (TILE_L2_WIDE_MIN_TOTAL, TILE_L2_FAR_NARROW_MIN_TOTAL).  Before
+    (TILE_L2_WIDE_MIN_TOTAL, TILE_L2_FAR_BYTE_MIN_TOTAL,
+    TILE_L2_FAR_NARROW_MIN_TOTAL).  Before
     that bound, below stream_min_total the cached tile with streaming stores
     ran 1.06x faster (geometric mean of 11 gathers and scatters of 14-23 MB,
     0.53 -> 0.57 of the memcpy limit: 40 float32 channels of 171 x 173
@@ -1858,7 +1872,7 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     if plan.width >= 4 and far:
         least = TILE_L2_WIDE_MIN_TOTAL
     elif far:
-        least = TILE_L2_FAR_NARROW_MIN_TOTAL
+        least = TILE_L2_FAR_BYTE_MIN_TOTAL if plan.width == 1 else TILE_L2_FAR_NARROW_MIN_TOTAL
     elif plan.width <= 2:
         least = TILE_L2_EARLY_MIN_TOTAL
     else:

@@ -89,18 +89,18 @@ def _stream_threshold(nbytes):
 @pytest.fixture
 def tiles_stream_from_12_mib():
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
-    # or more apart stream from 8 MiB, of four- and eight-byte values from 2
-    # MiB; the tests of such copies under 12 MiB that do not stream (the
+    # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
+    # from 4 MiB), of four- and eight-byte values from 2 MiB; the tests of such copies under 12 MiB that do not stream (the
     # paths that copies of closer rows, and ones under a raised threshold,
     # still take) pin them with the 12 MiB bound (and the L2 buffers of
     # transposes with source rows far apart at 16 MiB), cached plans dropped
     # on the way in and out.
     p = _planner
-    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_WIDE_SIXTEENTHS", "TILE_L2_WIDE_MIN_TOTAL",
-             "TILE_L2_FAR_NARROW_MIN_TOTAL")
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS",
+             "TILE_L2_WIDE_MIN_TOTAL", "TILE_L2_FAR_BYTE_MIN_TOTAL", "TILE_L2_FAR_NARROW_MIN_TOTAL")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS, p.TILE_L2_EARLY_MIN_TOTAL,
-              p.TILE_L2_EARLY_MIN_TOTAL)
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS,
+              p.TILE_L2_EARLY_MIN_TOTAL, p.TILE_L2_EARLY_MIN_TOTAL, p.TILE_L2_EARLY_MIN_TOTAL)
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -263,6 +263,23 @@ def test_wide_transposes_of_2_to_12_mib_stream_through_l2(dtype, k, j, threads):
     expect = _numpy_gather(buf, desc)
     assert ds.gather(buf, desc).tobytes() == expect.tobytes()
     back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
+    _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+
+
+@pytest.mark.parametrize("k,j,l2", [(2053, 2053, True), (2897, 2895, True), (2900, 2048, False)], ids=str)
+def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
+    # One-byte 2-D transposes of 4-8 MiB (source rows more than 1 KiB
+    # apart) stream: through the L2 buffers into rows off line boundaries,
+    # in line-aligned strips into rows of 2 KiB.  Gather and scatter (guard
+    # bytes past the end), against numpy.
+    desc = ds.BufferTensorDesc("uint8", [k, j], strides=[1, k])
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["stream"] and (plan["l2"] == "both") == l2
+    assert 4 << 20 <= desc.total_tensor_size_in_bytes < 8 << 20
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
+    expect = _numpy_gather(buf, desc)
+    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+    back = ds.BufferTensorDesc("uint8", [j, k], strides=[1, j])
     _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
 
 

@@ -393,11 +393,12 @@ def _transpose_2d(rows, cols, bits):
 @pytest.fixture
 def far_rows_through_l2_from_16_mib(monkeypatch):
     # Transposes whose source rows lie far apart go through the L2 buffers
-    # from where they stream (2 MiB for four- and eight-byte values, 8 MiB
-    # for narrower ones); the tests of the paths such copies take from
+    # from where they stream (2 MiB for four- and eight-byte values, 4 MiB
+    # for one-byte ones, 8 MiB for two-byte ones); the tests of the paths such copies take from
     # memory outside L2 pin the 16 MiB of closer rows.
     monkeypatch.setattr(_planner, "TILE_L2_WIDE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
     monkeypatch.setattr(_planner, "TILE_L2_FAR_NARROW_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
+    monkeypatch.setattr(_planner, "TILE_L2_FAR_BYTE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
 
 
 @pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (3700, 4441, 8),
@@ -420,18 +421,20 @@ def test_transposes_from_memory_take_long_segments(rows, cols, bits, far_rows_th
 
 
 @pytest.mark.parametrize("rows,cols,bits,l2", [
-    (2897, 2895, 8, False), (3001, 3011, 8, True),      # 8.39 (just under 8 MiB) and 9.0 MB
-    (2047, 2047, 16, False), (2203, 2017, 16, True),    # 8.38 and 8.9 MB
+    (2047, 2047, 8, False), (2053, 2053, 8, True),      # 4.19 (just under 4 MiB) and 4.21 MB
+    (2047, 2047, 16, False), (2203, 2017, 16, True),    # 8.38 (just under 8 MiB) and 8.9 MB
 ])
-def test_narrow_transposes_go_through_l2_from_8_mib(rows, cols, bits, l2):
+def test_narrow_transposes_go_through_l2_where_they_stream(rows, cols, bits, l2):
     # 2-D transposes of one- and two-byte values (source rows far apart)
-    # stream and take the L2 buffers from TILE_L2_FAR_NARROW_MIN_TOTAL bytes
-    # (wider ones: test_wide_tiles_stream_from_2_mib).
+    # stream and take the L2 buffers from TILE_L2_FAR_BYTE_MIN_TOTAL and
+    # TILE_L2_FAR_NARROW_MIN_TOTAL bytes (wider ones:
+    # test_wide_tiles_stream_from_2_mib).
     plan = _transpose_2d(rows, cols, bits)
     nbytes = rows * cols * bits // 8
+    bound = _planner.TILE_L2_FAR_BYTE_MIN_TOTAL if bits == 8 else _planner.TILE_L2_FAR_NARROW_MIN_TOTAL
     assert plan.mode == "tile" and plan.tile[2] % 64 != 0
     assert plan.inner[1] > _planner.CLOSE_ROW_BYTES
-    assert (nbytes >= _planner.TILE_L2_FAR_NARROW_MIN_TOTAL) == l2 == bool(plan.l2) == plan.stream
+    assert (nbytes >= bound) == l2 == bool(plan.l2) == plan.stream
 
 
 @pytest.mark.parametrize("sizes,l2", [((2, 24, 411, 413), False), ((2, 40, 301, 331), False),
@@ -716,9 +719,10 @@ def test_tall_tiles_take_long_segments(rows, cols, bits, monkeypatch):
     # stream, into destination rows a multiple of 2 KiB apart (cols values
     # per row here), copy TALL_TILE_SEGMENT values per segment, with k cut
     # into equal pieces for the tasks, and cover the rows exactly.  (Such
-    # tiles stream from 8 MiB: the 12 MiB bound of wider values keeps the
-    # larger ones here from streaming.)
+    # tiles stream from 8 MiB, one-byte ones from 4 MiB: the 12 MiB bound
+    # keeps the larger ones here from streaming.)
     monkeypatch.setattr(_planner, "TRANSPOSE_STREAM_EIGHTHS_NARROW", _planner.TRANSPOSE_STREAM_EIGHTHS)
+    monkeypatch.setattr(_planner, "TILE_STREAM_EIGHTHS_BYTE_FAR", _planner.TRANSPOSE_STREAM_EIGHTHS)
     plan = _transpose_2d(rows, cols, bits)
     assert rows * cols * bits // 8 >= _planner.TALL_TILE_MIN
     assert plan.mode == "tile" and not plan.stream and not plan.l2 and plan.tile[2] % 2048 == 0
@@ -806,19 +810,20 @@ def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
 @pytest.mark.parametrize("rows,cols,bits,streams", [
     (3001, 3011, 8, True),      # 9.0 MB of bytes, source rows 3001 bytes apart
     (2203, 2017, 16, True),     # 8.9 MB of int16
-    (2897, 2895, 8, False),     # just under 8 MiB: in cache
+    (2897, 2895, 8, True),      # just under 8 MiB, but one-byte rows far apart: from 4 MiB
     (1452, 1853, 32, True),     # 10.8 MB of four-byte values: those stream from 2 MiB
     (2501, 2511, 16, True),     # 12.6 MB: past 12 MiB, as before
 ])
 def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (TRANSPOSE_STREAM_EIGHTHS_NARROW of the
-    # streaming threshold), wider values from 2 MiB.
+    # streaming threshold; one-byte ones whose source rows lie more than 1 KiB
+    # apart, as these, from 4 MiB), wider values from 2 MiB.
     plan = _transpose_2d(rows, cols, bits)
     assert plan.mode == "tile" and abs(plan.inner[1]) >= _planner.TILE_STREAM_NARROW_MIN_ROW
     assert plan.stream == streams
     assert _planner.tile_stream_min(bits // 8, abs(plan.inner[1])) == (
-        8 << 20 if bits <= 16 else _planner.wide_tile_stream_min())
+        4 << 20 if bits == 8 else 8 << 20 if bits == 16 else _planner.wide_tile_stream_min())
 
 
 @pytest.mark.parametrize("rows,cols,bits,streams", [
