@@ -250,20 +250,71 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
 
 
 @pytest.mark.parametrize("dtype,k,j", [("float32", 2001, 1503), ("uint32", 761, 703), ("float64", 1001, 1503),
-                                       ("float32", 1503, 2001)], ids=str)
-def test_wide_transposes_of_2_to_12_mib_stream_through_l2(dtype, k, j, threads):
-    # Four- and eight-byte 2-D transposes of 2-12 MiB, rows off line
-    # boundaries, stream through the L2 buffers: gather and scatter (guard
-    # bytes past the end), against numpy.
+                                       ("float32", 1503, 2001), ("int16", 2203, 2017), ("uint8", 1500, 3001),
+                                       ("float16", 700, 6001), ("float64", 129, 2203)], ids=str)
+def test_transposes_through_l2_read_far_source_rows_in_place(dtype, k, j, threads):
+    # 2-D transposes into rows off line boundaries stream through the L2
+    # buffers (four- and eight-byte ones of 2-12 MiB among them), their
+    # source rows, more than 1 KiB apart (1032-8004 bytes here), transposed
+    # where they are: gather and scatter (guard bytes past the end), ragged
+    # both ways, against numpy.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"] and plan["l2"] == "both"
-    assert _planner.wide_tile_stream_min() <= desc.total_tensor_size_in_bytes < _planner.transpose_stream_min()
+    assert plan["inner"][1] > _planner.CLOSE_ROW_BYTES and plan["inner"][1] % 1024 != 0
     buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
     expect = _numpy_gather(buf, desc)
     assert ds.gather(buf, desc).tobytes() == expect.tobytes()
     back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
     _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+
+
+IN_PLACE_GUARD_SCRIPT = r"""
+import ctypes, mmap
+import numpy as np
+import dmlstride as ds
+from dmlstride import transfer
+
+PAGE = mmap.PAGESIZE
+SIZE = 10 << 20
+libc = ctypes.CDLL(None, use_errno=True)
+region = mmap.mmap(-1, SIZE + PAGE)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
+assert libc.mprotect(ctypes.c_void_p(addr + SIZE), PAGE, 0) == 0   # the last page: no access
+for dtype, k, j in (("float32", 1001, 1503), ("float64", 129, 2203), ("int16", 2203, 2017),
+                    ("uint8", 1500, 3001), ("uint16", 1031, 4099)):
+    for op in ("gather", "scatter"):
+        strided = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+        packed = ds.BufferTensorDesc(dtype, [k, j])
+        plan = transfer._plan(strided, op).describe()
+        assert plan["stream"] and plan["l2"] == "both", (dtype, op, plan)
+        # The source ends with the last byte before the inaccessible page.
+        need = strided.total_tensor_size_in_bytes
+        view = memoryview(region)[SIZE - need:SIZE]
+        np.frombuffer(view, np.uint8)[:] = np.frombuffer(np.random.default_rng(k).bytes(need), np.uint8)
+        values = np.frombuffer(view, dtype, k * j).copy()   # (the total size may hold padding past them)
+        if op == "gather":
+            got = ds.gather(view, strided)
+            expect = values.reshape(j, k).T
+        else:
+            out = np.empty(need, np.uint8)
+            ds.scatter(np.frombuffer(view, dtype, k * j).reshape(k, j), strided, out)
+            got = out[:k * j * values.itemsize].view(dtype).reshape(j, k).T
+            expect = values.reshape(k, j)
+        assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expect).tobytes(), (dtype, op)
+        view.release()
+print("ok")
+"""
+
+
+def test_transposes_through_l2_read_nothing_past_the_source(tmp_path):
+    # Source rows read in place by the L2 path (gathers from a column-major
+    # buffer, scatters from a packed array) whose last byte is the last byte
+    # before an inaccessible page: any read past the source would crash.
+    from subproc import run_python
+
+    proc = run_python(["-c", IN_PLACE_GUARD_SCRIPT], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("k,j,l2", [(2053, 2053, True), (2897, 2895, True), (2900, 2048, False)], ids=str)

@@ -112,16 +112,22 @@ dmls_rows dmls_next_chunk(const dmls_rows *src, int64_t w, int64_t jn, int64_t k
    the buffers cannot take a chunk. */
 static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
                                 int64_t jn, const dmls_rows *next_task, char *scratch) {
-    /* One-byte values from source rows 2 KiB or more apart (not a multiple
-       of 1 KiB, whose rows would crowd L1's sets): the chunk's rows, asked
-       for into L2 while the chunk before went out, are transposed where
-       they are rather than copied to the buffer first.  In one process on
-       the same buffers, alternating (2 threads), 2-D uint8 transposes of
-       46-53 MB ran 1.07-1.12x faster (8 gathers and scatters, two runs).
-       Two-byte ones measured 0.94-1.10x, and source rows closer together
-       (pixels of an NHWC copy, a 141-column matrix) down to 0.67x: those
-       read their rows as runs of the buffer. */
-    const int in_place = w == 1 && iss >= 2048 && iss % 1024 != 0;
+    /* Values from source rows more than DMLS_CLOSE_ROW_BYTES apart (not a
+       multiple of 1 KiB, whose rows would crowd L1's sets): the chunk's
+       rows, asked for into L2 while the chunk before went out, are
+       transposed where they are rather than copied to the buffer first.  In
+       one process on the same buffers, alternating (2 threads), 2-D uint8
+       transposes of 46-53 MB ran 1.07-1.12x faster (8 gathers and scatters,
+       two runs), rows 2 KiB or more apart; two-byte ones measured
+       0.94-1.10x then and stayed out.  Later, two builds alternating (2
+       threads, 4 rounds), 2-D transposes and 3-D to 5-D permutations of
+       4-60 MB planned through L2: four- and eight-byte ones 1.17x and 1.12x
+       by geometric mean (12 and 15, 0.94-1.34x), two-byte ones 1.15x (16,
+       1.04-1.28x), rows 1-2 KiB apart 1.22x (16, 1.07-1.36x), and a fresh
+       20 of every width 1.14x (0.99-1.24x).  Source rows closer together
+       (pixels of an NHWC copy, a 141-column matrix) had measured down to
+       0.67x: those read their rows as runs of the buffer. */
+    const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
     const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
