@@ -264,6 +264,7 @@ TILE_STREAM_NARROW_MIN_ROW = 40
 #: (0.56-1.39x: the small 2-D ones 0.56-0.78x), and one- and two-byte ones of
 #: 2-8 MB 0.49-2.3x (1.06x over 27 of 4.5-8.3 MB), so those keep their bounds.
 TILE_STREAM_WIDE_SIXTEENTHS = 1
+TILE_L2_WIDE_MIN_TOTAL = 2 << 20
 #: One-byte tile plans whose source rows lie more than CLOSE_ROW_BYTES apart
 #: (a 2-D transpose's) stream from this many eighths of stream_min_total (4
 #: MiB) and go through the L2 buffers from TILE_L2_FAR_BYTE_MIN_TOTAL, the
@@ -275,7 +276,6 @@ TILE_STREAM_WIDE_SIXTEENTHS = 1
 #: MiB.
 TILE_STREAM_EIGHTHS_BYTE_FAR = 1
 TILE_L2_FAR_BYTE_MIN_TOTAL = 4 << 20
-TILE_L2_WIDE_MIN_TOTAL = 2 << 20
 
 
 #: Contiguous copies stream also when the bytes they read and write
