@@ -87,20 +87,19 @@ def _stream_threshold(nbytes):
 
 
 @pytest.fixture
-def tiles_stream_from_12_mib():
+def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
-    # from 4 MiB), of four- and eight-byte values from 2 MiB; the tests of such copies under 12 MiB that do not stream (the
-    # paths that copies of closer rows, and ones under a raised threshold,
-    # still take) pin them with the 12 MiB bound (and the L2 buffers of
-    # transposes with source rows far apart at 16 MiB), cached plans dropped
-    # on the way in and out.
+    # from 4 MiB), of four- and eight-byte values from 2 MiB; the tests of
+    # such copies under 12 MiB that do not stream (the paths that copies of
+    # closer rows, and ones under a raised threshold, still take) pin them
+    # with the 12 MiB bound (and the L2 buffers of transposes with source
+    # rows far apart at 16 MiB: conftest), cached plans dropped on the way
+    # in and out.
     p = _planner
-    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS",
-             "TILE_L2_WIDE_MIN_TOTAL", "TILE_L2_FAR_BYTE_MIN_TOTAL", "TILE_L2_FAR_NARROW_MIN_TOTAL")
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS,
-              p.TILE_L2_EARLY_MIN_TOTAL, p.TILE_L2_EARLY_MIN_TOTAL, p.TILE_L2_EARLY_MIN_TOTAL)
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS)
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -131,6 +130,18 @@ def _check_gather_out(desc, rng):
     expect = _numpy_gather(buf, desc)
     out = np.empty_like(expect)
     assert ds.gather(buf, desc, out=out) is out and out.tobytes() == expect.tobytes()
+
+
+def _check_column_major_both_ways(desc, src_seed, dst_seed):
+    # desc, a column-major k x j matrix: gathered (random bytes) against
+    # numpy, and the values scattered back as the column-major j x k matrix
+    # of their transpose (random bytes, 64 guard bytes past the end).
+    k, j = desc.sizes
+    buf = _random_buffer(desc.total_tensor_size_in_bytes, src_seed)
+    expect = _numpy_gather(buf, desc)
+    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+    back = ds.BufferTensorDesc(desc.data_type, [j, k], strides=[1, j])
+    _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, dst_seed))
 
 
 def _check_gather_and_scatter(desc, rng):
@@ -242,11 +253,7 @@ def test_cached_byte_transposes_off_line_rows(dtype, row_bytes, level, threads):
     k, j = -(-row_bytes // w), 141
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     with _isa_level(level):
-        buf = _random_buffer(desc.total_tensor_size_in_bytes, row_bytes)
-        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
-        values = np.ascontiguousarray(_numpy_gather(buf, desc).T)
-        back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
-        _check_scatter(values, back, _random_buffer(back.total_tensor_size_in_bytes + 64, k))
+        _check_column_major_both_ways(desc, row_bytes, k)
 
 
 @pytest.mark.parametrize("dtype,k,j", [("float32", 2001, 1503), ("uint32", 761, 703), ("float64", 1001, 1503),
@@ -262,11 +269,7 @@ def test_transposes_through_l2_read_far_source_rows_in_place(dtype, k, j, thread
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"] and plan["l2"] == "both"
     assert plan["inner"][1] > _planner.CLOSE_ROW_BYTES and plan["inner"][1] % 1024 != 0
-    buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
-    expect = _numpy_gather(buf, desc)
-    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
-    back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
-    _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+    _check_column_major_both_ways(desc, k, j)
 
 
 IN_PLACE_GUARD_SCRIPT = r"""
@@ -327,11 +330,7 @@ def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"] and (plan["l2"] == "both") == l2
     assert 4 << 20 <= desc.total_tensor_size_in_bytes < 8 << 20
-    buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
-    expect = _numpy_gather(buf, desc)
-    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
-    back = ds.BufferTensorDesc("uint8", [j, k], strides=[1, j])
-    _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+    _check_column_major_both_ways(desc, k, j)
 
 
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),
@@ -358,11 +357,7 @@ def test_transposes_around_the_from_memory_size(dtype, k, j, level, stream, thre
         long_segments = nbytes >= _planner.TRANSPOSE_FROM_MEMORY or stream
         assert (plan["segment"] > 64) == long_segments
         stack.enter_context(_isa_level(level))
-        buf = _random_buffer(desc.total_tensor_size_in_bytes, k)
-        expect = _numpy_gather(buf, desc)
-        assert ds.gather(buf, desc).tobytes() == expect.tobytes()
-        back = ds.BufferTensorDesc(dtype, [j, k], strides=[1, j])
-        _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, j))
+        _check_column_major_both_ways(desc, k, j)
 
 
 @pytest.mark.parametrize("dtype,sizes", [("float32", (1024, 2051)), ("float32", (1021, 2560)),

@@ -390,17 +390,6 @@ def _transpose_2d(rows, cols, bits):
     return _planner.plan_copy([rows, cols], [1, rows], [cols, 1], bits).main
 
 
-@pytest.fixture
-def far_rows_through_l2_from_16_mib(monkeypatch):
-    # Transposes whose source rows lie far apart go through the L2 buffers
-    # from where they stream (2 MiB for four- and eight-byte values, 4 MiB
-    # for one-byte ones, 8 MiB for two-byte ones); the tests of the paths such copies take from
-    # memory outside L2 pin the 16 MiB of closer rows.
-    monkeypatch.setattr(_planner, "TILE_L2_WIDE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
-    monkeypatch.setattr(_planner, "TILE_L2_FAR_NARROW_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
-    monkeypatch.setattr(_planner, "TILE_L2_FAR_BYTE_MIN_TOTAL", _planner.TILE_L2_EARLY_MIN_TOTAL)
-
-
 @pytest.mark.parametrize("rows,cols,bits", [(2511, 2503, 16), (3550, 3542, 8), (3700, 4441, 8),
                                             (2400, 2222, 16), (3000, 4001, 8), (1900, 1777, 32),
                                             (1000, 1999, 64)])
