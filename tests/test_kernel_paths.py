@@ -656,6 +656,120 @@ def test_odd_runs_transposed_whole(dtype, sizes, order, op, level, threads, run_
         check()
 
 
+def _few_runs_path(plan):
+    # Which loop of the run tile a plan's calls take: "few_k" (at most 8 runs
+    # a source row, rows at most 64 bytes apart: source row by source row),
+    # "few_j" (at most 8 source rows into back-to-back destination rows:
+    # destination row by destination row), else "tile" (the staged tile).
+    n, iss, _ = plan.inner
+    kn, _, kds = plan.tile
+    if plan.width < 16 and kn <= 8 and plan.width <= iss <= 64:
+        return "few_k"
+    if plan.width < 16 and n <= 8 and kds == n * plan.width:
+        return "few_j"
+    return "tile"
+
+
+# (dtype, K, J, values a run): the orders (1, 0, 2) of K x J x run and of
+# J x K x run, runs of 3-15 bytes other than 4 and 8.
+FEW_RUNS = [
+    ("uint8", 2, 1001, 3), ("uint8", 3, 999, 3), ("uint8", 8, 1001, 3), ("uint8", 5, 1001, 5),
+    ("float16", 5, 1001, 3), ("uint8", 8, 1001, 7), ("uint8", 5, 1001, 9), ("int16", 2, 1001, 5),
+    ("uint8", 5, 1001, 11), ("float32", 5, 1001, 3), ("uint8", 2, 1001, 13), ("float16", 2, 1001, 7),
+    ("uint8", 2, 1001, 15), ("uint8", 7, 3, 3), ("uint8", 1, 1001, 3),
+]
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "copy"])
+@pytest.mark.parametrize("turned", [False, True], ids=["k_outer", "j_outer"])
+@pytest.mark.parametrize("dtype,k,j,run", FEW_RUNS, ids=str)
+def test_few_runs_a_row_transposed_whole(dtype, k, j, run, turned, op, threads):
+    # Transposes of a few runs a row (de-interleaving pixels of 1-8 runs of
+    # 3-15 bytes into planes, or interleaving planes into such pixels) take
+    # the run tile's direct loops, whose moves are wider than a run: gathers,
+    # scatters between guard bytes and copies into the other order over
+    # random bytes, against numpy.  The plans of the two orders take both
+    # loops between them (checked where a dimension has 2-8 rows).
+    sizes = (j, k, run) if turned else (k, j, run)
+    paths = set()
+    for each in ("gather", "scatter"):
+        plan, _ = _permutation_plan_and_check(dtype, sizes, (1, 0, 2), (1, 0, 2), each)
+        paths.add(_few_runs_path(plan) if plan.mode == "tile" else plan.mode)
+    if 2 <= k <= 8 and j > 8:
+        assert paths == {"few_k", "few_j"} or run * np.dtype(dtype).itemsize * k > 64, paths
+    _, check = _permutation_plan_and_check(dtype, sizes, (1, 0, 2), (0, 1, 2), op)
+    check()
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("pad", [1, 3, 13])
+@pytest.mark.parametrize("dtype,k,run", [("uint8", 3, 3), ("uint8", 4, 5), ("float16", 2, 7), ("float32", 3, 1)],
+                         ids=str)
+def test_few_runs_from_padded_pixels(dtype, k, run, pad, op, threads):
+    # Pixels of k runs followed by pad values no run holds (source rows
+    # further apart than their runs, up to 64 bytes): de-interleaved into
+    # planes and interleaved back, the padding read around and, in a scatter,
+    # left as it was.  Against numpy.
+    j = 777
+    pixel = k * run + pad
+    desc = ds.BufferTensorDesc(dtype, [k, j, run], strides=[run, pixel, 1])
+    rng = np.random.default_rng(pixel)
+    buf = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    if op == "gather":
+        assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+    else:
+        values = _numpy_gather(buf, desc)
+        out = bytearray(rng.integers(0, 256, desc.total_tensor_size_in_bytes + 64, dtype=np.uint8).tobytes())
+        _check_scatter(values, desc, out)
+
+
+FEW_RUNS_GUARD_SCRIPT = r"""
+import ctypes, mmap
+import numpy as np
+import dmlstride as ds
+
+PAGE = mmap.PAGESIZE
+SIZE = 1 << 20
+libc = ctypes.CDLL(None, use_errno=True)
+region = mmap.mmap(-1, SIZE + PAGE)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
+assert libc.mprotect(ctypes.c_void_p(addr + SIZE), PAGE, 0) == 0   # the last page: no access
+for dtype, k, j, run in CASES:
+    for sizes in ((k, j, run), (j, k, run)):
+        dt = np.dtype(dtype)
+        strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), (1, 0, 2))
+        packed = ds.BufferTensorDesc(dtype, list(sizes))
+        need = strided.total_tensor_size_in_bytes
+        strides = [x * dt.itemsize for x in strided.effective_strides]
+        # gather: the strided source ends with the last byte before the page
+        view = memoryview(region)[SIZE - need:SIZE]
+        np.frombuffer(view, np.uint8)[:] = np.frombuffer(np.random.default_rng(need).bytes(need), np.uint8)
+        expect = np.ndarray(sizes, dt, buffer=view, strides=strides).copy()
+        assert ds.gather(view, strided).tobytes() == expect.tobytes(), (dtype, sizes, "gather")
+        # scatter: the packed source ends there
+        values = np.frombuffer(view, dt, expect.size, need - expect.nbytes).reshape(sizes)
+        values[...] = expect
+        out = np.zeros(need, np.uint8)
+        ds.scatter(values, strided, out)
+        assert np.ndarray(sizes, dt, buffer=out, strides=strides).tobytes() == expect.tobytes(), (dtype, sizes)
+        del values
+        view.release()
+print("ok")
+"""
+
+
+def test_few_runs_read_nothing_past_the_source(tmp_path):
+    # The direct loops' wide loads (a run read as 4, 8 or 16 bytes) stop at
+    # a source row's last run, which is read at its width: gathers and
+    # scatters of every width whose source's last byte is the last byte
+    # before an inaccessible page (any read past it would crash).
+    from subproc import run_python
+
+    script = FEW_RUNS_GUARD_SCRIPT.replace("CASES", repr(FEW_RUNS))
+    proc = run_python(["-c", script], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+
+
 def _planner_setting(monkeypatch, name, value):
     # The planner's setting ``name`` at ``value`` for the plans made inside.
     # Setting the stream threshold to what it is drops the plans held by

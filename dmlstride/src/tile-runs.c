@@ -32,7 +32,24 @@
    threads), 10 permutations keeping a last dimension of 3 bytes (RGB
    images turned, 0.2-34 MB) ran 1.38x faster by geometric mean
    (0.99-1.82x; a 1080 x 1920 image 0.25 -> 0.43 of the memcpy limit),
-   those with 3 rows of j or of k even. */
+   those with 3 rows of j or of k even.
+
+   A tile of at most DMLS_RUN_FEW runs a source row, rows at most
+   DMLS_RUN_FEW_ROW bytes apart (pixels of a few runs de-interleaved into
+   planes), and one of at most DMLS_RUN_FEW source rows into back-to-back
+   destination rows (planes interleaved into such pixels) skip the stage:
+   TK = kn there left tiles of 3 runs by 64 rows, whose set-up, prefetch
+   requests and stage passes cost more than the moves.  They go pixel by
+   pixel, every run one wide move (run_few_k, run_few_j), runs of up to
+   15 bytes (wider ones, moved as 32 bytes, ran 0.7-1.1x).  Two builds in
+   alternating processes, 2 threads: 10 permutations keeping a last
+   dimension of 3-14 bytes 1.64x faster (a uint8 de-interleave of 3 planes
+   of 3-byte runs 0.29 -> 0.66 of the memcpy limit), 16 unnamed ones of
+   2-70 MB 1.29x (0.86-1.79x) and a fresh 16 1.24x (0.86-1.82x).  At most
+   4 runs a row, 5-8 ran 1.2x slower; at most 16, 9-16 ran 0.99x.  Source
+   rows further apart (every pixel a new line) and destination rows that
+   are not back to back (every pixel a new line, which the stage's
+   requests into L2 cover) ran 0.5-0.8x that way and keep the stage. */
 #include "tile-runs.h"
 
 #include <string.h>
@@ -40,6 +57,16 @@
 #include "copy-short.h"
 #include "isa.h"
 #include "prefetch.h"
+
+#ifndef DMLS_RUN_FEW
+#define DMLS_RUN_FEW 8
+#endif
+#ifndef DMLS_RUN_FEW_ROW
+#define DMLS_RUN_FEW_ROW 64
+#endif
+#ifndef DMLS_RUN_FEW_WIDTH
+#define DMLS_RUN_FEW_WIDTH 16
+#endif
 
 enum { DMLS_RUN_TILE_ROW = 256, DMLS_RUN_TILE_J = 64, DMLS_RUN_TILE_PAD = 32 };
 /* TK rows of TJ * w + PAD bytes, TK * w <= ROW: at most ROW * TJ + ROW / 3 * PAD. */
@@ -59,15 +86,69 @@ static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
         memcpy(d, s, 32);
 }
 
+/* One run of W bytes exactly: two moves (3 bytes as 2 + 1). */
+static DMLS_COPY_INLINE void run_exact(char *d, const char *s, const int W) {
+    if (W == 3) {
+        memcpy(d, s, 2);
+        d[2] = s[2];
+    } else {
+        dmls_copy_short(d, s, W);
+    }
+}
+
 /* Source row j at s + j * iss, destination row k at d + k * kds; or, for a
    block (js, kd not NULL), at s + js[j] and d + kd[k]. */
 #define RUN_SRC(j) (js != NULL ? s + js[j] : s + (j) * iss)
 #define RUN_DST(k) (kd != NULL ? d + kd[k] : d + (k) * kds)
 
+/* A tile with few runs a source row (kn <= DMLS_RUN_FEW), rows iss >= W
+   bytes apart: source row by source row, its runs to their kn destination
+   rows, each written in order along j.  A run's wide store lands on the
+   next run of its destination row, written after it; a wide load on the
+   row's next run, or past its last one on the gap before the next row or
+   that row itself (iss >= W), read after it: only the last row's moves are
+   exact. */
+static DMLS_COPY_INLINE void run_few_k(const int W, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn,
+                                       int64_t jn) {
+    int64_t j, k;
+    for (j = 0; j + 1 < jn; j++) {
+        const char *sp = s + j * iss;
+        char *dp = d + j * W;
+        for (k = 0; k < kn; k++) run_wide(dp + k * kds, sp + k * W, W);
+    }
+    for (k = 0; k < kn; k++) run_exact(d + k * kds + j * W, s + j * iss + k * W, W);
+}
+
+/* A tile with few source rows (jn <= DMLS_RUN_FEW) into back-to-back
+   destination rows (kds == jn * W: pixels of jn runs): pixel by pixel, its
+   runs from the jn source rows.  Wide stores land on the pixel's next run
+   or the next pixel's first, written after them; wide loads on the next
+   run of their source row, read for the next pixel: only the last pixel's
+   moves are exact. */
+static DMLS_COPY_INLINE void run_few_j(const int W, const char *s, int64_t iss, char *d, int64_t kn, int64_t jn) {
+    int64_t j, k;
+    for (k = 0; k + 1 < kn; k++) {
+        const char *sp = s + k * W;
+        char *dp = d + k * jn * W;
+        for (j = 0; j < jn; j++) run_wide(dp + j * W, sp + j * iss, W);
+    }
+    for (j = 0; j < jn; j++) run_exact(d + k * jn * W + j * W, s + j * iss + k * W, W);
+}
+
 static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, const int64_t *js, char *d,
                                       int64_t kds, const int64_t *kd, int64_t kn, int64_t jn, char *stage) {
     const int64_t TJ = DMLS_RUN_TILE_J, P = TJ * W + DMLS_RUN_TILE_PAD;
     int64_t TK = DMLS_RUN_TILE_ROW / W, jb, kb, nj, nk, a, b, wide, nkb, njb, nnj, nnk, a0, b0;
+    if (W < DMLS_RUN_FEW_WIDTH && js == NULL && kd == NULL && kn > 0 && jn > 0) {
+        if (kn <= DMLS_RUN_FEW && iss >= W && iss <= DMLS_RUN_FEW_ROW) {
+            run_few_k(W, s, iss, d, kds, kn, jn);
+            return;
+        }
+        if (jn <= DMLS_RUN_FEW && kds == jn * W) {
+            run_few_j(W, s, iss, d, kn, jn);
+            return;
+        }
+    }
     if (TK > kn) TK = kn;
     for (jb = 0; jb < jn; jb += TJ) {
         nj = jn - jb < TJ ? jn - jb : TJ;

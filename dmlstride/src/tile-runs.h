@@ -17,7 +17,9 @@ static inline int dmls_run_tile_width(int64_t w) {
 
 /* A kn x jn transpose of w-byte runs (dmls_run_tile_width(w)): run (k, j)
    from s + j * iss + k * w to d + k * kds + j * w.  Reads stay within the
-   runs' bytes, writes too.  stage: DMLS_RUN_TILE_STAGE bytes. */
+   bytes from the first run to the last (the gaps between source rows at
+   most 64 bytes apart may be read, never past the last run), writes within
+   the runs' bytes.  stage: DMLS_RUN_TILE_STAGE bytes. */
 #define DMLS_RUN_TILE_STAGE 24576
 void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
 
