@@ -1280,7 +1280,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     if inner_ss == width and inner_ds == width and 3 <= run <= RUN_TILE_MAX and run not in (4, 8) and outer:
         runs = plan_runs(outer, run, count * width)
         block = run_block(outer, run) if RUN_BLOCKS else None
-        if block is not None and (runs is None or runs.tile[0] * run < RUN_BLOCK_TILE_BYTES):
+        if block is not None and (runs is None or runs.tile[0] * run < RUN_BLOCK_TILE_BYTES
+                                  or partial_run_rows(runs, run)):
             return block
         if runs is not None:
             return runs
@@ -1468,6 +1469,28 @@ def plan_runs(outer: list[Dim], run: int, dst_bytes: int) -> KernelPlan | None:
 RUN_BLOCKS = True
 RUN_BLOCK_TILE_BYTES = 1024
 RUN_BLOCK_BYTES = 256 << 10
+
+
+#: ... and where the run tile would write fewer than RUN_BLOCK_PIECE_BYTES
+#: of each destination row a pass, rows that hold more (partial_run_rows):
+#: the dimensions that fill the rest of them are further out, so each
+#: destination line is written in as many passes far apart, where the
+#: block's J group takes them in.  An int16 scatter writing 12 of each 96
+#: bytes a pass read 0.28 of the memcpy limit, 2.56x faster as a block.  In
+#: one process on the same buffers, alternating (2 threads, 3 rounds, the
+#: old plan against itself as a control), 36 unnamed permutations of 4-70
+#: MB whose plans a bound of 128 changed: pieces of 12-66 bytes 1.15-2.4x
+#: faster (every one), of 84-126 bytes 0.76-1.31x, hence the bound; a fresh
+#: 16 with it, timed as the harness does, 1.60x by geometric mean
+#: (0.99-2.56x).  About one unnamed draw in a thousand is so planned.
+RUN_BLOCK_PIECE_BYTES = 72
+
+
+def partial_run_rows(runs: KernelPlan, run: int) -> bool:
+    """Whether the run tile ``runs`` writes fewer than RUN_BLOCK_PIECE_BYTES
+    of each destination row a pass, and rows that hold more."""
+    piece = runs.inner[0] * run
+    return piece < RUN_BLOCK_PIECE_BYTES and runs.tile[2] > piece
 
 
 def run_block(outer: list[Dim], run: int) -> KernelPlan | None:

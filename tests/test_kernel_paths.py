@@ -4712,6 +4712,50 @@ def test_blocks_of_runs(dtype, sizes, order, run, op, threads, monkeypatch):
     assert tile.tile[0] * tile.segment_len < plan.block.k_elems * plan.block.j_elems
 
 
+# Runs whose run tile would write less than a line of each destination row
+# a pass, rows that hold more (dtype, sizes, order, op, run bytes).
+PARTIAL_RUN_ROWS = [
+    ("int16", (2, 8, 3, 60, 17, 3), (2, 3, 4, 1, 0, 5), "scatter", 6),   # 12 of each 96 bytes
+    ("uint8", (3, 242, 51, 2, 6), (2, 0, 3, 1, 4), "gather", 6),
+    ("float16", (2, 3, 32, 35, 27, 12), (3, 4, 1, 2, 0, 5), "scatter", 24),
+    ("float32", (176, 17, 30, 2, 4), (2, 1, 3, 0, 4), "gather", 16),
+    ("float64", (60, 2, 2, 95, 2), (3, 0, 2, 1, 4), "scatter", 16),
+    ("int16", (142, 50, 18, 3, 7), (3, 2, 0, 1, 4), "gather", 14),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,run", PARTIAL_RUN_ROWS, ids=str)
+def test_runs_in_short_pieces_of_longer_rows_are_blocks(dtype, sizes, order, op, run, threads, monkeypatch):
+    # Where the run tile would write fewer than RUN_BLOCK_PIECE_BYTES of
+    # each destination row a pass (its source rows' runs, jn of them) and
+    # the rows hold more, a block of runs takes the dimensions that fill
+    # them: the plan checked against the tile's, then gathers and scatters
+    # against numpy (guard bytes, the gaps between runs).
+    plan, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and plan.width == run
+    monkeypatch.setattr(_planner, "RUN_BLOCK_PIECE_BYTES", 0)
+    tile, _ = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert tile.mode == "tile" and tile.width == run
+    piece = tile.inner[0] * run
+    assert piece < 72 and tile.tile[2] > piece and tile.tile[0] * run >= _planner.RUN_BLOCK_TILE_BYTES
+    assert plan.block.j_elems > tile.inner[0]
+    monkeypatch.undo()
+    _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
+
+
+def test_runs_in_short_pieces_bound():
+    # The bound itself, on a plan alone (17 MB, no memory): an int16
+    # scatter whose tile wrote 12 of each 96 bytes a pass (8 passes over
+    # every destination line) is a block; one whose pieces are 90 bytes
+    # stays a tile.
+    def plan(dtype, sizes, order, op):
+        return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+
+    assert plan("int16", (2, 8, 3, 3512, 17, 3), (2, 3, 4, 1, 0, 5), "scatter").mode == "block"
+    kept = plan("int16", (268, 3, 385, 15, 3), (1, 3, 2, 0, 4), "gather")
+    assert kept.mode == "tile" and kept.inner[0] * kept.width == 90
+
+
 @pytest.mark.parametrize("change,match", [
     (lambda b: setattr(b, "whole", True), "in place"),
     (lambda b: setattr(b, "next", True), "in place"),
