@@ -4712,6 +4712,19 @@ def test_blocks_of_runs(dtype, sizes, order, run, op, threads, monkeypatch):
     assert tile.tile[0] * tile.segment_len < plan.block.k_elems * plan.block.j_elems
 
 
+@pytest.mark.parametrize("dtype,sizes", [("int16", (169, 14, 391)), ("float32", (5, 268, 243)),
+                                          ("uint8", (3, 60, 4096)), ("float16", (80, 9, 1100))], ids=str)
+def test_longer_rows_in_source_order(dtype, sizes, threads):
+    # Rows of 513 bytes to 4 KiB swapped along the dimension before them
+    # (a copy that does not stream: the order whose innermost dimension is
+    # the shorter), gathers and scatters against numpy (guard bytes).
+    def check_plan(plan):
+        assert plan.mode == "memcpy" and not plan.stream
+        assert min(plan.outer[-1][1:]) == plan.inner[0] * plan.width   # rows back to back on one side
+
+    _gather_and_scatter(dtype, sizes, (1, 0, 2), "scatter", check_plan)
+
+
 # Runs whose run tile would write less than a line of each destination row
 # a pass, rows that hold more (dtype, sizes, order, op, run bytes).
 PARTIAL_RUN_ROWS = [

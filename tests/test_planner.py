@@ -285,6 +285,42 @@ def test_rows_of_a_few_lines_read_as_few_streams_keep_destination_order(op, dtyp
                                         and streams <= _planner.SHORT_ROW_STREAMS)
 
 
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype,outer,streams,last", [
+    ("int16", 14, 1693, 391),      # rows of 782 bytes: 1693 streams one way, 14 the other
+    ("float32", 5, 2683, 243),     # 972 bytes
+    ("uint8", 3, 600, 4096),       # 4 KiB, the bound
+    ("float16", 9, 800, 1100),     # 2200 bytes
+])
+def test_longer_rows_of_a_copy_that_does_not_stream_take_the_fewer_streams(monkeypatch, op, dtype, outer, streams,
+                                                                          last):
+    # Rows of 513 bytes to SHORT_ROW_PLAIN_BYTES (4 KiB) in a copy that does
+    # not stream take the order whose innermost dimension is the shorter, as
+    # shorter rows do: in destination order a scatter of (n, 14, 391) int16
+    # reads n rows 10948 bytes apart a pass; in source order it reads each
+    # row once and writes 14 streams.  A copy that streams, or rows past the
+    # bound, keep destination order.
+    sizes = (outer, streams, last) if op == "gather" else (streams, outer, last)
+    w = np.dtype(dtype).itemsize
+    nbytes = outer * streams * last * w
+
+    def order_of():
+        p = _permuted_plan(op, dtype, sizes, (1, 0, 2))
+        assert p.mode == "memcpy" and p.inner == (last, w, w)
+        dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
+        source = sorted(p.outer, key=lambda t: t[1], reverse=True)
+        assert dest[-1][0] == streams and source[-1][0] == outer
+        return "source" if p.outer == source else "destination" if p.outer == dest else None
+
+    assert not _planner.copy_streams("memcpy", [(nbytes // w, w, w)], nbytes)
+    assert order_of() == ("source" if last * w <= _planner.SHORT_ROW_PLAIN_BYTES else "destination")
+    monkeypatch.setattr(_planner, "SHORT_ROW_PLAIN_BYTES", _planner.SHORT_ROW_BYTES)
+    assert order_of() == "destination"
+    monkeypatch.undo()
+    monkeypatch.setattr(_planner, "stream_min_total", nbytes // 2)   # the same copy streaming
+    assert order_of() == "destination"
+
+
 def test_rows_off_lines_that_source_order_writes_far_apart_keep_destination_order(monkeypatch):
     # A 59.9 MB float64 gather of rows of 144 bytes (two and a quarter
     # lines): source order, whose innermost dimension (14) is the shorter,
@@ -331,7 +367,8 @@ def test_revisit_bytes(outer, row, side, expect):
 
 
 @pytest.mark.parametrize("sizes,src,dst,why", [
-    ([16, 1024, 256], [256, 4096, 1], [262144, 256, 1], "rows of 256 values, 1 KiB: past the short rows"),
+    ([64, 1024, 256], [256, 16384, 1], [262144, 256, 1], "rows of 1 KiB in a copy that streams"),
+    ([8, 512, 1250], [1250, 10000, 1], [640000, 1250, 1], "rows of 5000 bytes: past the short rows"),
     ([16, 1024, 4], [0, 4, 1], [4096, 4, 1], "a broadcast dimension"),
     ([1024, 16, 9], [9, 9216, 1], [144, 9, 1], "source order puts 1024 innermost"),
 ])
