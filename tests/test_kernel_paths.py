@@ -272,18 +272,33 @@ def test_transposes_through_l2_read_far_source_rows_in_place(dtype, k, j, thread
     _check_column_major_both_ways(desc, k, j)
 
 
-IN_PLACE_GUARD_SCRIPT = r"""
+# The start of a script run in a child process (a read past a buffer
+# crashes it, not the test run): `region`, SIZE bytes of memory followed by
+# an inaccessible page; a buffer whose last byte is region's last reads
+# nothing past it or the script dies.  SIZE is set before it.
+GUARD_PAGE_SCRIPT = r"""
 import ctypes, mmap
 import numpy as np
 import dmlstride as ds
 from dmlstride import transfer
 
 PAGE = mmap.PAGESIZE
-SIZE = 10 << 20
 libc = ctypes.CDLL(None, use_errno=True)
 region = mmap.mmap(-1, SIZE + PAGE)
 addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
 assert libc.mprotect(ctypes.c_void_p(addr + SIZE), PAGE, 0) == 0   # the last page: no access
+"""
+
+
+def _run_guarded(body, size, tmp_path):
+    # GUARD_PAGE_SCRIPT with SIZE = size, then body, which prints "ok".
+    from subproc import run_python
+
+    proc = run_python(["-c", f"SIZE = {size}\n" + GUARD_PAGE_SCRIPT + body], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+
+
+IN_PLACE_GUARD_SCRIPT = r"""
 for dtype, k, j in (("float32", 1001, 1503), ("float64", 129, 2203), ("int16", 2203, 2017),
                     ("uint8", 1500, 3001), ("uint16", 1031, 4099)):
     for op in ("gather", "scatter"):
@@ -314,10 +329,7 @@ def test_transposes_through_l2_read_nothing_past_the_source(tmp_path):
     # Source rows read in place by the L2 path (gathers from a column-major
     # buffer, scatters from a packed array) whose last byte is the last byte
     # before an inaccessible page: any read past the source would crash.
-    from subproc import run_python
-
-    proc = run_python(["-c", IN_PLACE_GUARD_SCRIPT], tmp_path)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+    _run_guarded(IN_PLACE_GUARD_SCRIPT, 10 << 20, tmp_path)
 
 
 @pytest.mark.parametrize("k,j,l2", [(2053, 2053, True), (2897, 2895, True), (2900, 2048, False)], ids=str)
@@ -724,16 +736,6 @@ def test_few_runs_from_padded_pixels(dtype, k, run, pad, op, threads):
 
 
 FEW_RUNS_GUARD_SCRIPT = r"""
-import ctypes, mmap
-import numpy as np
-import dmlstride as ds
-
-PAGE = mmap.PAGESIZE
-SIZE = 1 << 20
-libc = ctypes.CDLL(None, use_errno=True)
-region = mmap.mmap(-1, SIZE + PAGE)
-addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
-assert libc.mprotect(ctypes.c_void_p(addr + SIZE), PAGE, 0) == 0   # the last page: no access
 for dtype, k, j, run in CASES:
     for sizes in ((k, j, run), (j, k, run)):
         dt = np.dtype(dtype)
@@ -763,11 +765,7 @@ def test_few_runs_read_nothing_past_the_source(tmp_path):
     # a source row's last run, which is read at its width: gathers and
     # scatters of every width whose source's last byte is the last byte
     # before an inaccessible page (any read past it would crash).
-    from subproc import run_python
-
-    script = FEW_RUNS_GUARD_SCRIPT.replace("CASES", repr(FEW_RUNS))
-    proc = run_python(["-c", script], tmp_path)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+    _run_guarded(FEW_RUNS_GUARD_SCRIPT.replace("CASES", repr(FEW_RUNS)), 1 << 20, tmp_path)
 
 
 def _planner_setting(monkeypatch, name, value):
