@@ -1492,13 +1492,15 @@ RUN_BLOCK_BYTES = 256 << 10
 #: the dimensions that fill the rest of them are further out, so each
 #: destination line is written in as many passes far apart, where the
 #: block's J group takes them in.  An int16 scatter writing 12 of each 96
-#: bytes a pass read 0.28 of the memcpy limit, 2.56x faster as a block.  In
-#: one process on the same buffers, alternating (2 threads, 3 rounds, the
-#: old plan against itself as a control), 36 unnamed permutations of 4-70
-#: MB whose plans a bound of 128 changed: pieces of 12-66 bytes 1.15-2.4x
-#: faster (every one), of 84-126 bytes 0.76-1.31x, hence the bound; a fresh
-#: 16 with it, timed as the harness does, 1.60x by geometric mean
-#: (0.99-2.56x).  About one unnamed draw in a thousand is so planned.
+#: bytes a pass read 0.28 of the memcpy limit, 2.56x faster as a block.  Old
+#: plan against new (2 threads, 3 rounds), 36 unnamed permutations of 4-70
+#: MB whose plans a bound of 128 changed (20 in one process on the same
+#: buffers, alternating, the old plan against itself as a control; 16 in
+#: alternating processes, timed as the harness does): pieces of 12-66
+#: bytes 1.15-2.4x faster (every one), of 84-126 bytes 0.76-1.31x, hence
+#: the bound; a fresh 16 with it, timed as the harness does, 1.60x by
+#: geometric mean (0.99-2.56x).  About one unnamed draw in a thousand is so
+#: planned.
 RUN_BLOCK_PIECE_BYTES = 72
 
 

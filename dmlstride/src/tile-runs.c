@@ -58,15 +58,9 @@
 #include "isa.h"
 #include "prefetch.h"
 
-#ifndef DMLS_RUN_FEW
-#define DMLS_RUN_FEW 8
-#endif
-#ifndef DMLS_RUN_FEW_ROW
-#define DMLS_RUN_FEW_ROW 64
-#endif
-#ifndef DMLS_RUN_FEW_WIDTH
-#define DMLS_RUN_FEW_WIDTH 16
-#endif
+/* The direct loops' bounds (see the top): runs a source row or source
+   rows, the source rows' distance, runs narrower than this. */
+enum { DMLS_RUN_FEW = 8, DMLS_RUN_FEW_ROW = 64, DMLS_RUN_FEW_WIDTH = 16 };
 
 enum { DMLS_RUN_TILE_ROW = 256, DMLS_RUN_TILE_J = 64, DMLS_RUN_TILE_PAD = 32 };
 /* TK rows of TJ * w + PAD bytes, TK * w <= ROW: at most ROW * TJ + ROW / 3 * PAD. */
