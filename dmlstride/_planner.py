@@ -1331,14 +1331,15 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                      or plan_block(merged, width, BLOCK_GROUP, STRIDED_SHORT_K_BYTES))
             if block is not None:
                 return block
+    # (a fill never streams; a copy's answer does not hang on its order)
+    copy_stream = mode == "memcpy" and copy_streams(mode, outer + [(inner_n, inner_ss, inner_ds)], count * width)
     if mode == "memcpy":
-        streams = copy_streams(mode, outer + [(inner_n, inner_ss, inner_ds)], count * width)
-        outer = short_rows_order(outer, inner_n * width, streams)
+        outer = short_rows_order(outer, inner_n * width, copy_stream)
     elif mode == "tile":
         outer = subline_innermost(outer, count * width)
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
-    plan.stream = (mode in ("memcpy", "fill") and copy_streams(mode, outer + [plan.inner], plan.dst_bytes)
+    plan.stream = (copy_stream
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
                    or mode == "interleave" and interleave_streams(plan))
     plan.l2 = 2 if tile_through_l2(plan) else 0
