@@ -1143,10 +1143,9 @@ SHORT_ROW_PLAIN_BYTES = 4096
 #: destination order (see short_rows_order for the measurements).
 SHORT_ROW_STREAMS = 256
 SHORT_ROW_STREAM_MIN_BYTES = 160
-#: ... and rows off whole lines that source order would write beside each
-#: other this many bytes of copying apart (past a core's L2), where
-#: destination order reads them closer (see short_rows_order).
-SHORT_ROW_REVISIT_BYTES = 1 << 20
+#: ... and source order writes at most SHORT_ROW_WRITE_STREAMS rows before
+#: it comes back beside the first (see short_rows_order).
+SHORT_ROW_WRITE_STREAMS = 64
 
 
 def short_rows_order(outer: list[Dim], row_bytes: int, streams: bool = True) -> list[Dim]:
@@ -1183,21 +1182,28 @@ def short_rows_order(outer: list[Dim], row_bytes: int, streams: bool = True) -> 
     (24-156 bytes) measured 0.96x so, and destination orders of more than
     256 streams (a pass over a region) 0.65-1.15x, and keep the rule above.
 
-    Rows whose length is not a whole number of lines share a line with the
-    row beside them on each side.  Where source order writes two rows
-    beside each other SHORT_ROW_REVISIT_BYTES or more of copying apart (the
-    dimension whose destination stride is the row is far out), the shared
-    line has left the L2 in between and is read for ownership and written
-    back twice; destination order keeps it where it reads the rows beside
-    each other in the source closer than that (``revisit_bytes``).  In one
-    process on the same buffers, alternating in an order shuffled every
-    round (2 threads, 7 rounds), with the old plan against itself as a
-    control (0.99x, 1.00x), the 5 of 1300 unnamed 5-D and 6-D permutations
-    of 12-64 MB that this changes ran 1.21x faster by geometric mean
-    (0.93-1.70x; a 59.9 MB float64 gather of 144-byte rows, 0.98x PyTorch's
-    speed before, 1.26x), and the 5 of a fresh 2000 of 8-64 MB 1.18x
-    (1.06-1.48x, every one faster).  From 256 KiB, the two more it changes
-    measured 0.89x and 1.08x.
+    Source order writes as many streams as it copies rows before it comes
+    back to write beside the first; more than SHORT_ROW_WRITE_STREAMS (64)
+    keep destination order, however many streams that reads: the rows are
+    written a line or two at a time, each line a read for ownership that
+    the stores behind it wait on, and past 64 streams none of those reads
+    is asked for ahead.  A uint8 scatter of (3, 35, 16, 201, 44) in order
+    (0, 3, 1, 2, 4) wrote 201 streams of 44-byte rows at 4.4 GB/s (0.21 of
+    the memcpy limit, 0.6x PyTorch's speed), 16.1 GB/s in destination order
+    (560 read streams).  The old order against the new in alternating
+    processes, timed as the harness does (2 threads, 4 rounds): the 16 of
+    32 unnamed permutations of 2-70 MB that source order took which this
+    changes ran 1.27x faster by geometric mean (0.89-3.20x; rows under 64
+    bytes 1.68-3.20x), a fresh 24 1.29x (0.75-3.19x, rows of 208-512 bytes
+    the slower ones).  13 of the other 16 (3-59 streams) ran faster in
+    source order (0.61-0.94x in destination order).
+
+    This takes in an earlier rule for rows off whole lines (each shares a
+    line with the row beside it): destination order where source order
+    wrote two rows beside each other 1 MiB or more of copying apart, the
+    shared line read for ownership and written back twice (5 of 1300
+    unnamed permutations of 12-64 MB 1.21x faster so); those write more
+    than 64 streams.
 
     In a copy that does not stream (``streams`` false), rows of up to
     SHORT_ROW_PLAIN_BYTES (4 KiB) take these rules too, where longer than
@@ -1226,9 +1232,7 @@ def short_rows_order(outer: list[Dim], row_bytes: int, streams: bool = True) -> 
         paired = pair_short_rows(outer, row_bytes)
         if paired is not None:
             return paired
-    if by_src[-1][0] >= outer[-1][0]:
-        return outer
-    if row_bytes % 64 and dst_apart >= SHORT_ROW_REVISIT_BYTES and src_apart < dst_apart:
+    if by_src[-1][0] >= outer[-1][0] or dst_apart > SHORT_ROW_WRITE_STREAMS * row_bytes:
         return outer
     return by_src
 
@@ -1251,6 +1255,7 @@ def short_rows_order(outer: list[Dim], row_bytes: int, streams: bool = True) -> 
 #: 0.99x). Unbounded, with only one side far, it ran 0.82x on 16 others.
 SHORT_ROW_PAIR_BYTES = 128
 SHORT_ROW_PAIR_MAX = 64
+SHORT_ROW_REVISIT_BYTES = 1 << 20
 
 
 def pair_short_rows(outer: list[Dim], row_bytes: int) -> list[Dim] | None:

@@ -2400,15 +2400,17 @@ def test_line_aligned_blocks_stream_whole_from_the_row_bound(monkeypatch):
         assert not plan.block.whole and plan.l2 == 2 and plan.stream
 
 
-# Rows off whole lines that source order (its innermost dimension the
-# shorter) would write beside each other more than 4 KiB of copying apart:
-# with the bound lowered to 4 KiB, destination order.
-REVISITED_ROWS = [
+# Rows that source order (its innermost dimension the shorter, before any
+# batch) would write as more than SHORT_ROW_WRITE_STREAMS streams:
+# destination order, gathered and scattered against numpy.
+MANY_WRITE_STREAMS = [
     ("float16", (20, 2, 16, 3, 24), (3, 0, 2, 1, 4), "gather"),      # rows of 48 bytes
     ("float64", (12, 8, 5, 6, 5), (3, 1, 0, 2, 4), "gather"),        # 40
     ("int16", (8, 17, 11, 2, 21), (1, 3, 2, 0, 4), "scatter"),       # 42
     ("float32", (4, 12, 10, 3, 12), (1, 3, 2, 0, 4), "scatter"),     # 48
     ("float64", (10, 12, 2, 6, 6), (1, 3, 2, 0, 4), "scatter"),      # 48
+    ("uint8", (2, 9, 16, 90, 44), (0, 3, 1, 2, 4), "scatter"),       # 44, 90 streams
+    ("uint32", (5, 7, 17, 5, 2, 24), (4, 0, 3, 2, 1, 5), "scatter"),  # 96, 170 streams
 ]
 
 
@@ -2417,17 +2419,16 @@ def revisit_bound_4k(monkeypatch):
     yield from _planner_setting(monkeypatch, "SHORT_ROW_REVISIT_BYTES", 4096)
 
 
-@pytest.mark.parametrize("dtype,sizes,order,op", REVISITED_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in REVISITED_ROWS])
-def test_rows_revisited_far_apart_in_source_order_run_in_destination_order(dtype, sizes, order, op, threads,
-                                                                           revisit_bound_4k):
+@pytest.mark.parametrize("dtype,sizes,order,op", MANY_WRITE_STREAMS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in MANY_WRITE_STREAMS])
+def test_rows_source_order_writes_as_many_streams_run_in_destination_order(dtype, sizes, order, op, threads):
     def check_plan(plan):
         row = plan.inner[0] * plan.width
         loops = plan.outer + ([plan.tile] if plan.tile else [])   # a batch of rows innermost
         dest = sorted(loops, key=lambda t: t[2], reverse=True)
         source = sorted(loops, key=lambda t: t[1], reverse=True)
-        assert plan.mode == "memcpy" and row % 64 and loops == dest
-        assert source[-1][0] < dest[-1][0]
-        assert _planner.revisit_bytes(source, row, 2) >= 4096 > _planner.revisit_bytes(dest, row, 1)
+        assert plan.mode == "memcpy" and loops == dest
+        assert _planner.revisit_bytes(source, row, 2) > _planner.SHORT_ROW_WRITE_STREAMS * row
 
     _gather_and_scatter(dtype, sizes, order, op, check_plan)
 

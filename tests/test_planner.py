@@ -139,7 +139,7 @@ def test_short_strided_rows_of_a_prime_count_batch_whole():
     g = _permuted_plan("gather", "float64", (21, 14, 7, 2, 38, 7), order)
     assert g.mode == "strided" and g.tile[0] == 19
     # Short contiguous rows keep their divisors: 23 rows of 48 bytes, none.
-    p = _permuted_plan("scatter", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
+    p = _permuted_plan("gather", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
     assert p.mode == "memcpy" and p.tile is None
 
 
@@ -321,40 +321,51 @@ def test_longer_rows_of_a_copy_that_does_not_stream_take_the_fewer_streams(monke
     assert order_of() == "destination"
 
 
-def test_rows_off_lines_that_source_order_writes_far_apart_keep_destination_order(monkeypatch):
-    # A 59.9 MB float64 gather of rows of 144 bytes (two and a quarter
-    # lines): source order, whose innermost dimension (14) is the shorter,
-    # would write two rows beside each other the whole of four dimensions
-    # apart (the dimension whose destination stride is the row outermost);
-    # destination order reads two rows beside each other 15 x 15 rows apart.
-    sizes, order = (11, 12, 14, 15, 15, 18), (4, 1, 0, 3, 2, 5)
-    p = _permuted_plan("gather", "float64", sizes, order)
-    assert p.mode == "memcpy" and p.inner == (18, 8, 8)
-    dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
-    source = sorted(p.outer, key=lambda t: t[1], reverse=True)
-    assert source[-1][0] == 14 < dest[-1][0] == 15
-    assert p.outer == dest
-    apart = _planner.revisit_bytes(source, 144, 2)
-    assert apart == 14 * 15 * 11 * 12 * 144 >= _planner.SHORT_ROW_REVISIT_BYTES
-    assert _planner.revisit_bytes(dest, 144, 1) == 15 * 15 * 144
-    monkeypatch.setattr(_planner, "SHORT_ROW_REVISIT_BYTES", apart)
-    assert _permuted_plan("gather", "float64", sizes, order).outer == dest
-    monkeypatch.setattr(_planner, "SHORT_ROW_REVISIT_BYTES", apart + 1)
-    assert _permuted_plan("gather", "float64", sizes, order).outer == source
-    monkeypatch.undo()
-    # Rows of whole lines (128 bytes) share none: source order.
-    p = _permuted_plan("gather", "float64", sizes[:-1] + (16,), order)
-    assert p.mode == "memcpy" and p.inner == (16, 8, 8)
-    assert p.outer == sorted(p.outer, key=lambda t: t[1], reverse=True)
-    assert _planner.revisit_bytes(p.outer, 128, 2) >= _planner.SHORT_ROW_REVISIT_BYTES
-    # A float32 scatter of rows of 48 bytes that destination order would
-    # read beside each other farther apart still: source order.
-    p = _permuted_plan("scatter", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
-    assert p.mode == "memcpy" and p.inner == (12, 4, 4) and p.tile is None
-    dest = sorted(p.outer, key=lambda t: t[2], reverse=True)
-    assert p.outer == sorted(p.outer, key=lambda t: t[1], reverse=True) != dest
-    assert _planner.revisit_bytes(dest, 48, 1) > _planner.revisit_bytes(p.outer, 48, 2) \
-        >= _planner.SHORT_ROW_REVISIT_BYTES
+@pytest.mark.parametrize("dtype,sizes,order,op,streams", [
+    ("uint8", (3, 35, 16, 201, 44), (0, 3, 1, 2, 4), "scatter", 201),
+    ("float16", (152, 2, 6, 379, 21), (2, 3, 0, 1, 4), "gather", 2 * 152),
+    ("int16", (68, 5032, 30), (1, 0, 2), "gather", 68),
+    ("uint32", (9, 19, 17, 5, 2, 24), (4, 0, 3, 2, 1, 5), "scatter", 17 * 5 * 2),
+    ("float64", (11, 12, 14, 15, 15, 18), (4, 1, 0, 3, 2, 5), "gather", 14 * 15 * 11 * 12),   # rows of 144 bytes
+    ("float64", (11, 12, 14, 15, 15, 16), (4, 1, 0, 3, 2, 5), "gather", 14 * 15 * 11 * 12),   # whole lines
+    ("float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4), "scatter", 36 * 38 * 23),
+], ids=str)
+def test_rows_that_source_order_writes_as_many_streams_keep_destination_order(monkeypatch, dtype, sizes, order,
+                                                                              op, streams):
+    # Source order, whose innermost dimension is the shorter, would write
+    # ``streams`` rows before coming back beside the first (the rows of the
+    # dimensions inside the one whose destination stride is the row), more
+    # than SHORT_ROW_WRITE_STREAMS: destination order stays, however many
+    # streams it reads (short_rows_order on the merged dimensions outside the
+    # rows, and the plan's loops).  With the bound at ``streams``, source order.
+    outer, last = _row_dims(op, dtype, sizes, order)
+    row = last * np.dtype(dtype).itemsize
+    source = sorted(outer, key=lambda t: (t[1], t[2]), reverse=True)
+    assert source[-1][0] < outer[-1][0]
+    assert _planner.revisit_bytes(source, row, 2) == streams * row and streams > _planner.SHORT_ROW_WRITE_STREAMS
+    for plain in (True, False):
+        assert _planner.short_rows_order(outer, row, plain) == outer
+    p = _permuted_plan(op, dtype, sizes, order)
+    loops = p.outer + ([p.tile] if p.tile is not None else [])
+    assert p.mode == "memcpy" and loops == sorted(loops, key=lambda t: t[2], reverse=True)
+    monkeypatch.setattr(_planner, "SHORT_ROW_WRITE_STREAMS", streams)
+    assert _planner.short_rows_order(outer, row, False) == source
+    monkeypatch.setattr(_planner, "SHORT_ROW_WRITE_STREAMS", streams - 1)
+    assert _planner.short_rows_order(outer, row, False) == outer
+
+
+def _row_dims(op, dtype, sizes, order):
+    """The merged dimensions outside the rows of a permutation keeping its
+    last dimension (destination order, strides in bytes) and the row's
+    value count."""
+    w = np.dtype(dtype).itemsize
+    d = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    strided = [x * w for x in d.effective_strides]
+    packed = [x * w for x in ds.BufferTensorDesc(dtype, sizes).effective_strides]
+    src, dst = (strided, packed) if op == "gather" else (packed, strided)
+    merged = _planner.merge_dims(list(zip(sizes, src, dst)))
+    assert merged[-1][1:] == (w, w)
+    return merged[:-1], merged[-1][0]
 
 
 @pytest.mark.parametrize("outer,row,side,expect", [
