@@ -48,6 +48,23 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
    Four-byte values ran 0.96x (4), rows of 1.5-1.7 KiB 0.94-0.97x, and
    tiles four lines tall asking for theirs 0.74-1.08x. */
 #define DMLS_ASK_ROW_BYTES 1024
+/* ... and, for any row length, where a band of tiles writes more than
+   DMLS_ASK_BAND_BYTES of destination rows (k of them by TJ values of j)
+   in place (DMLS_ASK_DST_BAND; not into a buffer): the band's lines,
+   those the next band finishes among them, have left L1 by then and each
+   is read for ownership again.  Two builds alternating (2 threads, 4
+   rounds), the 8 of a set of 20 unnamed 4-D to 6-D permutations of 4-70 MB
+   blocked in place with rows past the bounds above and bands of 52-400 KB
+   ran 1.55x faster by geometric mean (1.12-2.63x; a uint32 gather of rows
+   of 352 bytes by 600 6.4 -> 16.8 GB/s); asked for while transposing
+   into a whole block's buffer as well, those ran 0.83-1.05x (9), and
+   keep to the row bounds.  Rows of 1-2 KiB in bands of at most 25 KB
+   asking too ran 0.89-1.16x (16, 1.00x by geometric mean but one 1.92x:
+   a band of 59 KB). */
+#define DMLS_ASK_BAND_BYTES 32768
+/* block_tiles' pf: ask for the source lines of the tiles ahead, and for
+   the destination lines of wide bands (the destination is in memory). */
+enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2 };
 #if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */
 static inline void block_micro(int W, const char *const *sr, char *const *dr, int64_t k, int64_t j) {
@@ -154,7 +171,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
             int64_t jb2 = (ta / ntk) * TJ, kb2 = (ta % ntk) * TK;
             int64_t nj2 = jn - jb2 < TJ ? jn - jb2 : TJ;
             int64_t nb2 = (kn - kb2 < TK ? kn - kb2 : TK) * W;
-            if (pf)
+            if (pf & DMLS_ASK_SRC)
                 for (j = 0; j < nj2; j++)
                     for (q = 0; q < nb2; q += 64)
                         DMLS_PREFETCH_L2(sa + js[jb2 + j] + kb2 * W + q);
@@ -170,7 +187,9 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                requests only cost (0.9x on rows of 1-2 KiB).  But one- and
                two-byte rows of up to 1 KiB, whose tiles write 64 or 128
                bytes of each, gain from them too (DMLS_ASK_ROW_BYTES). */
-            if (!dstage && !nt && L == 1 && jn * W <= (W <= 2 ? DMLS_ASK_ROW_BYTES : 256) && da != NULL) {
+            if (!dstage && !nt && L == 1 && da != NULL &&
+                    (jn * W <= (W <= 2 ? DMLS_ASK_ROW_BYTES : 256) ||
+                     ((pf & DMLS_ASK_DST_BAND) && kn * (jn < TJ ? jn : TJ) * W > DMLS_ASK_BAND_BYTES))) {
                 int64_t nk2 = nb2 / W, e = nj2 * W - 1;
                 for (k = 0; k < nk2; k++) {
                     const char *r = da + kd[kb2 + k] + jb2 * W;
@@ -265,9 +284,11 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
    element copies.  nt: write whole
    destination lines with streaming stores; the caller guarantees
    !dstage, d + kd[k] line-aligned, and jn and the tile width
-   DMLS_BJ / lines multiples of 64 / W.  pf: prefetch the source lines of
-   the tiles ahead (not for a source already in cache; the destination's
-   are prefetched either way).  s_next, d_next: the next block's source and
+   DMLS_BJ / lines multiples of 64 / W.  pf: DMLS_ASK_SRC, prefetch the
+   source lines of the tiles ahead (not for a source already in cache; the
+   destination's are prefetched either way, for short rows), with
+   DMLS_ASK_DST_BAND the destination's of wide bands too (a destination in
+   memory, not a buffer).  s_next, d_next: the next block's source and
    destination (the same tables), whose first tiles' lines the last tiles
    ask for, or NULL. */
 static void block_transpose(int W, const char *s, const int64_t *js, int64_t jn,
@@ -467,7 +488,7 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     group_offsets(&runs, roff);
     if (jn * kn * w < DMLS_WHOLE_AHEAD_MIN_BYTES || jn * kn * w > DMLS_WHOLE_AHEAD_BYTES) s_next = NULL;
     block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
-                    p->block_lines, 0, 1, tiles, s_next, NULL);
+                    p->block_lines, 0, DMLS_ASK_SRC, tiles, s_next, NULL);
     for (r = 0, jr = 0; r < nruns; r++) {
         if (s_next != NULL)
             for (; jr < jn * (r + 1) / nruns; jr++) dmls_prefetch_l2_lines(s_next + js[jr], kn * w);
@@ -494,7 +515,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, jn, d, kd, j0 == 0 && j1 == p->inner_size ? s_next : NULL, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                            p->block_lines, 0, 1, tiles, NULL, NULL);
+                            p->block_lines, 0, DMLS_ASK_SRC, tiles, NULL, NULL);
         return;
     }
     if (p->block_whole && j0 == 0 && j1 == p->inner_size &&
@@ -509,7 +530,8 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     if (body == 0) {
         const int whole_j = p->block_next && j0 == 0 && j1 == p->inner_size;
         block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, 1, tiles, whole_j ? s_next : NULL, whole_j ? d_next : NULL);
+                        p->block_lines, 0, DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles,
+                        whole_j ? s_next : NULL, whole_j ? d_next : NULL);
         return;
     }
     /* The columns before the first line boundary and after the last one
@@ -521,10 +543,11 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
        faster; blocks of wider values, and with no such columns, even. */
     if (ja > 0)
         block_transpose(p->width, s, js, ja, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, 1, tiles, NULL, NULL);
+                        p->block_lines, 0, DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles, NULL, NULL);
     block_transpose(p->width, s, js + ja, body, d + ja * w, kd, kn, p->block_stage_src, 0,
-                    p->block_lines, 1, 1, tiles, NULL, NULL);
+                    p->block_lines, 1, DMLS_ASK_SRC, tiles, NULL, NULL);
     if (ja + body < jn)
         block_transpose(p->width, s, js + ja + body, jn - ja - body, d + (ja + body) * w, kd, kn,
-                        p->block_stage_src, p->block_stage_dst, p->block_lines, 0, 1, tiles, NULL, NULL);
+                        p->block_stage_src, p->block_stage_dst, p->block_lines, 0,
+                        DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles, NULL, NULL);
 }
