@@ -36,17 +36,22 @@
    Reads stay within {s + js[j] + k * W}, writes within
    {d + kd[k] + j * W}, for j < jn and k < kn. */
 enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
-/* One- and two-byte blocks in place ask for the destination lines of the
-   tile ahead where the destination rows are up to this many bytes (wider
-   values up to 256).  In one process on the same buffers, alternating in
+/* Blocks of one- to four-byte values in place ask for the destination
+   lines of the tile ahead where the destination rows are up to this many
+   bytes (eight-byte values up to 256).  In one process on the same buffers, alternating in
    an order shuffled every round (2 threads, 5-7 rounds, the old kernel
    against itself as a control: 0.98-1.01x), unnamed 5-D and 6-D uint8,
    int16 and float16 permutations of 8-24 MB with rows of 257-1024 bytes
    ran 1.11x faster by geometric mean (16, 0.97-1.57x, 12 of them 1.08x or
    more; control 0.98x), 1.08x on a fresh 10 (0.92-1.42x; control 1.00x)
    and 1.04-1.63x on 5 more; those of 24-64 MB even (10, 0.92-1.09x).
-   Four-byte values ran 0.96x (4), rows of 1.5-1.7 KiB 0.94-0.97x, and
-   tiles four lines tall asking for theirs 0.74-1.08x. */
+   Rows of 1.5-1.7 KiB ran 0.94-0.97x, and tiles four lines tall asking
+   for theirs 0.74-1.08x.  Four-byte values, first measured at 0.96x (4),
+   since ask too: two builds alternating, timed as the harness does (2
+   threads, 4 rounds), 11 unnamed permutations of 7-69 MB with rows of
+   257-1024 bytes ran 1.20x faster by geometric mean (0.93-1.78x; a
+   uint32 gather of rows of 464 bytes, 0.68x PyTorch's speed, 1.78x), a
+   fresh 16 1.14x (0.96-2.17x); eight-byte ones 1.05x (6, 0.88-1.23x). */
 #define DMLS_ASK_ROW_BYTES 1024
 /* ... and, for any row length, where a band of tiles writes more than
    DMLS_ASK_BAND_BYTES of destination rows (k of them by TJ values of j)
@@ -184,11 +189,13 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                of 11.5 MB (rows of 80 bytes) ran 1.4-1.5x faster.  Rows
                longer than 4 lines are written across several tiles, in
                order, which the hardware prefetcher follows: there the
-               requests only cost (0.9x on rows of 1-2 KiB).  But one- and
-               two-byte rows of up to 1 KiB, whose tiles write 64 or 128
-               bytes of each, gain from them too (DMLS_ASK_ROW_BYTES). */
+               requests only cost (0.9x on rows of 1-2 KiB), unless a
+               band of tiles writes more than L1 keeps (DMLS_ASK_BAND_BYTES).
+               But one- to four-byte rows of up to 1 KiB, whose tiles
+               write 64 to 256 bytes of each, gain from them too
+               (DMLS_ASK_ROW_BYTES). */
             if (!dstage && !nt && L == 1 && da != NULL &&
-                    (jn * W <= (W <= 2 ? DMLS_ASK_ROW_BYTES : 256) ||
+                    (jn * W <= (W <= 4 ? DMLS_ASK_ROW_BYTES : 256) ||
                      ((pf & DMLS_ASK_DST_BAND) && kn * (jn < TJ ? jn : TJ) * W > DMLS_ASK_BAND_BYTES))) {
                 int64_t nk2 = nb2 / W, e = nj2 * W - 1;
                 for (k = 0; k < nk2; k++) {
