@@ -1790,6 +1790,18 @@ RAGGED_MIN_ROWS = 256
 #: bytes (96 float16 and 100 int16 channels) 0.93x and 0.73x, so longer
 #: rows keep RAGGED_MIN_ROWS.
 L2_RAGGED_ROW = 256
+#: Whole rows back to back (see tile_through_l2) are transposed from the
+#: source rows a band of this many bytes of them at a time (the engine's
+#: nt_contig, transpose-sse2.c), a band of whole source lines (64 bytes of
+#: each row).  Rows longer than CONTIG_BAND_BYTES / (64 / width) bytes (257
+#: one-byte values or more, 513 bytes of two-byte ones) leave a band less
+#: than a line of each source row, and go through L2 (as one run, whole
+#: lines streamed): two builds alternating, timed as the harness does (2
+#: threads, 3 rounds), 6 unnamed uint8 and int16 copies of 12-40 MB so
+#: planned ran 1.48-2.20x faster (uint8 480 x 80989 scattered, rows of 480
+#: bytes, 4.0 -> 8.9 GB/s: 0.29 of the memcpy limit).  Four- and eight-byte
+#: values, whose bands do read whole lines, ran 0.64-1.04x through L2 (11).
+CONTIG_BAND_BYTES = 16384
 
 #: Eight-byte values into destination rows of at most this many bytes (64
 #: values; rows not back to back, or they would be contiguous above) take the
@@ -1930,12 +1942,13 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     k = task_k(plan)
     w = plan.width
     # (Short rows back to back go out as one run: in whole micro-blocks up to
-    # 1 KiB; through a tile of whole micro-blocks up to 512 bytes otherwise,
-    # when there are RAGGED_MIN_ROWS of them or more, and fewer of at most
-    # L2_RAGGED_ROW bytes take the cached tile.)
+    # 1 KiB, and up to the rows whose band reads whole source lines
+    # (CONTIG_BAND_BYTES); through a tile of whole micro-blocks up to 512
+    # bytes otherwise, when there are RAGGED_MIN_ROWS of them or more, and
+    # fewer of at most L2_RAGGED_ROW bytes take the cached tile.)
     n = plan.inner[0]
     whole = n % (16 // w) == 0
-    contiguous = kds == n * w and (kds <= 1024 if whole else
+    contiguous = kds == n * w and (kds <= min(1024, CONTIG_BAND_BYTES * w // 64) if whole else
                                    kds <= L2_RAGGED_ROW or (kds <= 512 and k >= RAGGED_MIN_ROWS))
     return (k > SMALL_TILE and k * w >= L2_TILE_MIN_SOURCE_ROW and kss == w and plan.inner[2] == w
             and kds % 64 != 0 and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))

@@ -4791,3 +4791,59 @@ def test_engine_refuses_blocks_of_runs_it_would_not_run(monkeypatch, change, mat
     packed = ds.BufferTensorDesc("uint8", sizes)
     with pytest.raises(ValueError, match=match):
         _engine.Plan(list(sizes), desc.effective_strides, packed.effective_strides, 8)
+
+
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("uint8", (480, 1201), (1, 0)),              # rows of 480 bytes
+    ("uint8", (304, 2003), (1, 0)),
+    ("uint8", (3, 944, 1001), (0, 2, 1)),        # 944
+    ("int16", (3, 488, 38, 13), (0, 2, 3, 1)),   # 976: NCHW to NHWC, 488 channels
+    ("uint8", (2, 272, 36, 37), (0, 2, 3, 1)),   # 272
+], ids=str)
+@pytest.mark.parametrize("skew", [0, 16, 37])
+def test_long_rows_back_to_back_go_through_l2_as_one_run(dtype, sizes, order, skew, threads, monkeypatch):
+    # A streaming scatter whose destination rows lie back to back, longer
+    # than a band of whole source lines takes (CONTIG_BAND_BYTES: 257 one-
+    # byte values, 513 bytes of two-byte ones), goes through L2, its chunks
+    # of whole rows written out as one run; against numpy, the destination
+    # at several line offsets (guard bytes around it).  With the bound
+    # raised, the rows take the contiguous band (nt_contig) as before.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    w = np.dtype(dtype).itemsize
+    values = _numpy_gather(_random_buffer(packed.total_tensor_size_in_bytes, 3), packed)
+    with _stream_threshold(0):
+        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        row = plan.inner[0] * w
+        assert plan.mode == "tile" and plan.stream and plan.tile[2] == row
+        assert _planner.CONTIG_BAND_BYTES * w // 64 < row <= 1024
+        assert plan.l2 == 2
+        n = strided.total_tensor_size_in_bytes
+        out = _at_line_offset(n + 128, skew, skew)
+        _check_scatter(values, strided, out, offset=64)
+    monkeypatch.setattr(_planner, "CONTIG_BAND_BYTES", 64 * row)
+    with _stream_threshold(0):
+        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        assert plan.mode == "tile" and plan.stream and plan.l2 == 0
+        _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew + 1), offset=64)
+
+
+@pytest.mark.parametrize("dtype,sizes", [("uint8", (320, 1201)), ("uint8", (768, 301)), ("int16", (288, 1201)),
+                                         ("int16", (512, 333))], ids=str)
+@pytest.mark.parametrize("skew", [16, 40])
+def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, threads):
+    # Rows of whole lines back to back (320-1024 bytes: a band of 16 KiB
+    # takes less than a line of each source row), the destination off a
+    # line boundary: the contiguous band in pieces of whole micro-block rows
+    # (not through L2); scattered against numpy, guard bytes around.
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), (1, 0))
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    w = np.dtype(dtype).itemsize
+    values = _numpy_gather(_random_buffer(packed.total_tensor_size_in_bytes, 5), packed)
+    with _stream_threshold(0):
+        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        row = plan.inner[0] * w
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == row and row % 64 == 0
+        assert 16384 // row < 64 // w
+        n = strided.total_tensor_size_in_bytes
+        _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew), offset=64)
