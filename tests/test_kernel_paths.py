@@ -4847,3 +4847,27 @@ def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, th
         assert 16384 // row < 64 // w
         n = strided.total_tensor_size_in_bytes
         _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew), offset=64)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (35, 32, 3, 28, 26), (1, 3, 2, 4, 0), "gather"),       # 35 rows of k: 16 + 16 + 3
+    ("uint8", (40, 8, 8, 38, 14), (0, 4, 3, 1, 2), "scatter"),      # 532: a last tile of 20
+    ("int16", (14, 25, 32, 20), (3, 1, 2, 0), "scatter"),           # 20
+    ("int16", (18, 8, 38, 3, 39), (4, 3, 0, 2, 1), "scatter"),      # 117
+    ("float32", (13, 22, 24, 4, 21), (1, 3, 2, 4, 0), "gather"),    # 13
+    ("float32", (32, 4, 17, 33), (3, 1, 0, 2), "scatter"),          # 33
+    ("float64", (23, 17, 32, 5), (1, 3, 0, 2), "scatter"),          # 5
+    ("float64", (20, 31, 6, 21), (3, 1, 2, 0), "scatter"),          # 21
+], ids=str)
+def test_streamed_blocks_with_rows_of_k_past_the_last_micro_block(dtype, sizes, order, op, threads):
+    # Blocks in place with streaming stores whose K is not a whole number of
+    # micro-blocks: the rows past the last whole micro-block row go through
+    # one more micro-block row moved back into the tile's buffer, and out
+    # with ordinary stores; gathered and scattered against numpy.
+    with _stream_threshold(0):
+        def check_plan(plan):
+            n = 16 // plan.width
+            assert plan.mode == "block" and plan.stream and not plan.l2 and not plan.block.whole
+            assert plan.block.k_elems % n != 0 and plan.block.k_elems > n
+
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)

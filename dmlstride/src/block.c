@@ -71,14 +71,19 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
    the destination lines of wide bands (the destination is in memory). */
 enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2 };
 #if DMLSTRIDE_HAVE_SIMD
-/* The register micro-kernel for one N x N micro-block at (k, j) of a tile. */
-static inline void block_micro(int W, const char *const *sr, char *const *dr, int64_t k, int64_t j) {
+/* The register micro-kernel for one N x N micro-block at (k, j) of a tile,
+   into the N rows at rows (their value j on). */
+static inline void block_micro_to(int W, const char *const *sr, char *const *rows, int64_t k, int64_t j) {
     switch (W) {
-    case 1: dmls_pmicro1(sr + j, k, dr + k, j); break;
-    case 2: dmls_pmicro2(sr + j, 2 * k, dr + k, 2 * j); break;
-    case 4: dmls_pmicro4(sr + j, 4 * k, dr + k, 4 * j); break;
-    default: dmls_pmicro8(sr + j, 8 * k, dr + k, 8 * j); break;
+    case 1: dmls_pmicro1(sr + j, k, rows, j); break;
+    case 2: dmls_pmicro2(sr + j, 2 * k, rows, 2 * j); break;
+    case 4: dmls_pmicro4(sr + j, 4 * k, rows, 4 * j); break;
+    default: dmls_pmicro8(sr + j, 8 * k, rows, 8 * j); break;
     }
+}
+/* ... into the tile's destination rows dr[k..k + N). */
+static inline void block_micro(int W, const char *const *sr, char *const *dr, int64_t k, int64_t j) {
+    block_micro_to(W, sr, dr + k, k, j);
 }
 #endif
 
@@ -100,12 +105,14 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
     char *dst = sst + DMLS_BJ * 80;                         /* 64 * DMLS_BJ + 256 * DMLS_BPAD */
     const char **sr = (const char **)(dst + 64 * DMLS_BJ + 256 * DMLS_BPAD);  /* DMLS_BJ */
     char **dr = (char **)(sr + DMLS_BJ);                    /* 256 */
+    char **br = dr + 256;                                   /* 16: rows of dst */
     const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
     const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
     const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
     int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
     int padk = 0, padj = 0;
     (void)nt;   /* streaming lines need the SIMD variant */
+    (void)br;
 #if DMLSTRIDE_HAVE_SIMD
     if (!nt && dmls_isa.level >= DMLS_ISA_SSE2) {
         /* A side shorter than a micro-block (8-15 one-byte values: a 5-D
@@ -244,6 +251,19 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                         case 4: dmls_pline4(sr + j, 4 * k, dr + k, 4 * j); break;
                         default: dmls_pline8(sr + j, 8 * k, dr + k, 8 * j); break;
                         }
+                if (nkf < nk && kb + nk >= N) {
+                    /* The rows past the last whole micro-block row (fewer
+                       than N): one more micro-block row, moved back to end
+                       at nk (kb + nk >= N: within the rows), transposed into
+                       the tile's destination buffer, of which only those
+                       rows are copied out, whole, with ordinary stores.
+                       Element by element, a call to memcpy each, they took
+                       most of the time of a uint8 block of 20 rows of k. */
+                    for (q = 0; q < N; q++) br[q] = dst + q * DP;
+                    for (j = 0; j < nj; j += N) block_micro_to(W, sr, br, nk - N, j);
+                    for (k = nkf; k < nk; k++) dmls_copy_short(dr[k], br[k - (nk - N)], nj * W);
+                    nkf = nk;
+                }
             } else {
                 njf = njm - njm % N;
                 /* Two micro-blocks at a time where the instruction set has
@@ -331,11 +351,11 @@ static void group_offsets(const dmls_group *g, int64_t *out) {
 }
 
 /* The kernel region holds both offset tables and, after them, block_tiles'
-   buffers (sst, dst, sr, dr) or dmls_transpose_plain's: the SIMD
+   buffers (sst, dst, sr, dr, br) or dmls_transpose_plain's: the SIMD
    transpose's 21 KiB (isa.h) or the scalar tile's stage. */
 enum { DMLS_BLOCK_TABLES = 2 * DMLS_BLOCK_GROUP * 8 };
 typedef char dmls_block_tiles_fit[DMLS_BLOCK_TABLES + DMLS_BJ * 80 + 64 * DMLS_BJ + 256 * DMLS_BPAD +
-                                  (DMLS_BJ + 256) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
+                                  (DMLS_BJ + 256 + 16) * 8 <= DMLS_SCRATCH_REGION ? 1 : -1];
 typedef char dmls_block_plain_fits[DMLS_BLOCK_TABLES + (21 << 10) <= DMLS_SCRATCH_REGION &&
                                    DMLS_BLOCK_TABLES + DMLS_TILE_STAGE_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 typedef char dmls_block_run_stage_fits[DMLS_BLOCK_TABLES + DMLS_RUN_TILE_STAGE <= DMLS_SCRATCH_REGION ? 1 : -1];
