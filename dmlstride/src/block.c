@@ -38,9 +38,10 @@
 enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
 /* Blocks of one- to four-byte values in place ask for the destination
    lines of the tile ahead where the destination rows are up to this many
-   bytes (eight-byte values up to 256).  In one process on the same buffers, alternating in
-   an order shuffled every round (2 threads, 5-7 rounds, the old kernel
-   against itself as a control: 0.98-1.01x), unnamed 5-D and 6-D uint8,
+   bytes (eight-byte values up to 256).  In one process on the same
+   buffers, alternating in an order shuffled every round (2 threads, 5-7
+   rounds, the old kernel against itself as a control: 0.98-1.01x),
+   unnamed 5-D and 6-D uint8,
    int16 and float16 permutations of 8-24 MB with rows of 257-1024 bytes
    ran 1.11x faster by geometric mean (16, 0.97-1.57x, 12 of them 1.08x or
    more; control 0.98x), 1.08x on a fresh 10 (0.92-1.42x; control 1.00x)
@@ -112,7 +113,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
     int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
     int padk = 0, padj = 0;
     (void)nt;   /* streaming lines need the SIMD variant */
-    (void)br;
+    (void)br;   /* as do the rows past a streamed tile's last micro-block */
 #if DMLSTRIDE_HAVE_SIMD
     if (!nt && dmls_isa.level >= DMLS_ISA_SSE2) {
         /* A side shorter than a micro-block (8-15 one-byte values: a 5-D

@@ -392,10 +392,10 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                21-64 MB with such pixels (float16 to float64) ran
                1.21-2.33x faster, 64 and 128 uint8 channels and 96
                float32 ones as fast (in one process on the same buffers,
-               alternating, 2 threads). */
-            /* (Longer rows of one- and two-byte values, whose bands would
-               read less than a line of each source row, are planned
-               through L2: see transpose_through_l2.) */
+               alternating, 2 threads).  (Longer rows of one- and
+               two-byte values, whose bands would read less than a line of
+               each source row, are planned through L2: see
+               transpose_through_l2.) */
             dmls_isa.nt_contig(w, sj, iss, dj, kn, jn, &kdone, scratch);
             jb = jn;
         } else if (kds == jn * w && jn % (16 / w) != 0 && jn * w <= 512 && kn >= DMLS_RAGGED_MIN_ROWS &&

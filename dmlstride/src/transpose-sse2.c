@@ -754,9 +754,9 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
        faster (a uint8 gather of rows of 304 bytes 2.5 -> 9.0 GB/s).  (The
        planner sends most such rows through L2: CONTIG_BAND_BYTES.) */
     int64_t TK = TB / row / (64 / W) * (64 / W);
-    if (TK < 64 / W) TK = TB / row / N * N;
     const int sstaged = sj % 4096 == 0 && jn <= 64;
     int64_t kf, kb, ke, n, head = dmls_line_head(W, s, sj);
+    if (TK < 64 / W) TK = TB / row / N * N;
     if (TK > 256 / W) TK = 256 / W;
     if (TK < N) TK = N;
     if (head > TK) head = 0;    /* a first band no longer than the others */
