@@ -4808,24 +4808,31 @@ def test_long_rows_back_to_back_go_through_l2_as_one_run(dtype, sizes, order, sk
     # of whole rows written out as one run; against numpy, the destination
     # at several line offsets (guard bytes around it).  With the bound
     # raised, the rows take the contiguous band (nt_contig) as before.
-    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
-    packed = ds.BufferTensorDesc(dtype, list(sizes))
-    w = np.dtype(dtype).itemsize
-    values = _numpy_gather(_random_buffer(packed.total_tensor_size_in_bytes, 3), packed)
+    strided, values, plan_of = _scatter_case(dtype, sizes, order, 3)
+    w, n = values.itemsize, strided.total_tensor_size_in_bytes
     with _stream_threshold(0):
-        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        plan = plan_of()
         row = plan.inner[0] * w
         assert plan.mode == "tile" and plan.stream and plan.tile[2] == row
         assert _planner.CONTIG_BAND_BYTES * w // 64 < row <= 1024
         assert plan.l2 == 2
-        n = strided.total_tensor_size_in_bytes
-        out = _at_line_offset(n + 128, skew, skew)
-        _check_scatter(values, strided, out, offset=64)
+        _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew), offset=64)
     monkeypatch.setattr(_planner, "CONTIG_BAND_BYTES", 64 * row)
     with _stream_threshold(0):
-        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        plan = plan_of()
         assert plan.mode == "tile" and plan.stream and plan.l2 == 0
         _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew + 1), offset=64)
+
+
+def _scatter_case(dtype, sizes, order, seed):
+    """A scatter of random values into the ``order`` permutation of
+    ``sizes``: its strided descriptor, the values, and a function that
+    returns the planner's plan of it (made when called)."""
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    packed = ds.BufferTensorDesc(dtype, list(sizes))
+    values = _numpy_gather(_random_buffer(packed.total_tensor_size_in_bytes, seed), packed)
+    return strided, values, lambda: _planner.plan_copy(list(sizes), packed.effective_strides,
+                                                       strided.effective_strides, strided.element_bits).main
 
 
 @pytest.mark.parametrize("dtype,sizes", [("uint8", (320, 1201)), ("uint8", (768, 301)), ("int16", (288, 1201)),
@@ -4836,16 +4843,13 @@ def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, th
     # takes less than a line of each source row), the destination off a
     # line boundary: the contiguous band in pieces of whole micro-block rows
     # (not through L2); scattered against numpy, guard bytes around.
-    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), (1, 0))
-    packed = ds.BufferTensorDesc(dtype, list(sizes))
-    w = np.dtype(dtype).itemsize
-    values = _numpy_gather(_random_buffer(packed.total_tensor_size_in_bytes, 5), packed)
+    strided, values, plan_of = _scatter_case(dtype, sizes, (1, 0), 5)
+    w, n = values.itemsize, strided.total_tensor_size_in_bytes
     with _stream_threshold(0):
-        plan = _planner.plan_copy(list(sizes), packed.effective_strides, strided.effective_strides, 8 * w).main
+        plan = plan_of()
         row = plan.inner[0] * w
         assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == row and row % 64 == 0
         assert 16384 // row < 64 // w
-        n = strided.total_tensor_size_in_bytes
         _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew), offset=64)
 
 
