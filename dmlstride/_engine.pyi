@@ -35,6 +35,7 @@ BLOCK_L2_ROWS: int
 BLOCK_L2_RUN: int
 RUN_TILE_MAX: int
 CLOSE_ROW_BYTES: int
+CONTIG_BAND_BYTES: int
 
 class Plan:
     src_extent: int

@@ -115,6 +115,7 @@ cdef extern from "src/isa.h":
         DMLS_ISA_AVX2
     int DMLS_TALL_TILE_ROWS
     int DMLS_CLOSE_ROW_BYTES
+    int DMLS_CONTIG_BAND_BYTES
     int dmls_isa_select(int max_level) noexcept nogil
 
 

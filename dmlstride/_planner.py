@@ -1801,6 +1801,7 @@ L2_RAGGED_ROW = 256
 #: planned ran 1.48-2.20x faster (uint8 480 x 80989 scattered, rows of 480
 #: bytes, 4.0 -> 8.9 GB/s: 0.29 of the memcpy limit).  Four- and eight-byte
 #: values, whose bands do read whole lines, ran 0.64-1.04x through L2 (11).
+#: (the engine's DMLS_CONTIG_BAND_BYTES, isa.h)
 CONTIG_BAND_BYTES = 16384
 
 #: Eight-byte values into destination rows of at most this many bytes (64

@@ -4849,7 +4849,7 @@ def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, th
         plan = plan_of()
         row = plan.inner[0] * w
         assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == row and row % 64 == 0
-        assert 16384 // row < 64 // w
+        assert _planner.CONTIG_BAND_BYTES // row < 64 // w
         _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew), offset=64)
 
 

@@ -54,6 +54,11 @@ enum {
    as such where asked for at all (transpose-sse2.c), and tile.c sends them
    to nt_shifted whatever the plan's L2 buffers. */
 #define DMLS_CLOSE_ROW_BYTES 1024
+/* The contiguous band (nt_contig) transposes this many bytes of whole
+   destination rows back to back at a time; the planner sends one- and
+   two-byte rows too long for a line of k in it through L2 (its
+   CONTIG_BAND_BYTES). */
+#define DMLS_CONTIG_BAND_BYTES 16384
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */

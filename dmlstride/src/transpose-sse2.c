@@ -736,10 +736,10 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
    gather with tiles of 30 x 96 values 0.23 -> 0.72 of the memcpy limit),
    14 without them 1.02x.  Covers rows k < *kdone: all of them when
    kn >= 16 / W. */
-typedef char dmls_nt_contig_fits[16384 + 1024 * 15 + 64 * (256 + 16) <= DMLS_SCRATCH_REGION ? 1 : -1];
+typedef char dmls_nt_contig_fits[DMLS_CONTIG_BAND_BYTES + 1024 * 15 + 64 * (256 + 16) <= DMLS_SCRATCH_REGION ? 1 : -1];
 static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
                            int64_t kn, int64_t jn, int64_t *kdone, char *scratch) {
-    enum { TB = 16384, TR = 1024 * 15, SP = 256 + 16 };
+    enum { TB = DMLS_CONTIG_BAND_BYTES, TR = 1024 * 15, SP = 256 + 16 };
     char *tile = scratch;                   /* TB + TR bytes: a band and N - 1 rows of up to 1 KiB */
     char *sst = scratch + TB + TR;          /* 64 * SP bytes */
     const int64_t N = 16 / W, row = jn * W;
