@@ -139,13 +139,14 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
     const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
+    int one_run;
     char *arena = dmls_scratch(), *sb, *db;
     dmls_block_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
+    one_run = jc == jn && kds == jn * w && jn % (16 / w) == 0;
     sp = dmls_block_pitch(kc * w);
     dp = dmls_block_pitch(jc * w);
-    if (jc == jn && kds == jn * w && jn % (16 / w) == 0)
-        dp = kds;   /* one run (dp >= jc * w before: the buffer holds it) */
+    if (one_run) dp = kds;   /* (dp >= jc * w before: the buffer holds it) */
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
     for (j0 = 0; j0 < jn; j0 += jc) {
@@ -159,7 +160,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
                 dmls_rows_to_l2(sb, sp, sj + j0 * iss + k0 * w, NULL, iss, nj, n * w);
                 dmls_transpose_plain(w, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);
             }
-            if (dp == kds && nj == jn) {
+            if (one_run) {
                 const int64_t all = n * kds, pieces = all / DMLS_RUN_PIECE, rest = all % DMLS_RUN_PIECE;
                 if (pieces > 0)
                     dmls_rows_from_l2(dj + k0 * kds, NULL, DMLS_RUN_PIECE, db, DMLS_RUN_PIECE, pieces,
