@@ -29,6 +29,7 @@ def test_c_limits_agree_with_python():
     assert _engine.BLOCK_L2_RUN == _planner.BLOCK_L2_RUN
     assert _engine.RUN_TILE_MAX == _planner.RUN_TILE_MAX
     assert _engine.CLOSE_ROW_BYTES == _planner.CLOSE_ROW_BYTES
+    assert _engine.CONTIG_BAND_BYTES == _planner.CONTIG_BAND_BYTES
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
@@ -68,12 +69,18 @@ def test_dims_ordered_by_destination_stride():
     assert plan.main.tile == (300, 2, 2060)      # source-contiguous
 
 
-def _permuted_plan(op, dtype, sizes, order):
+def _permuted_strides(op, dtype, sizes, order):
+    """The source and destination strides (in elements) of a gather or
+    scatter of the ``order`` permutation of ``sizes``, and its element bits."""
     d = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
     strided = list(d.effective_strides)
-    src, dst = (strided, packed) if op == "gather" else (packed, strided)
-    return _planner.plan_copy(list(sizes), src, dst, d.element_bits).main
+    return ((strided, packed) if op == "gather" else (packed, strided)) + (d.element_bits,)
+
+
+def _permuted_plan(op, dtype, sizes, order):
+    src, dst, bits = _permuted_strides(op, dtype, sizes, order)
+    return _planner.plan_copy(list(sizes), src, dst, bits).main
 
 
 def test_short_strided_rows_run_in_batches(monkeypatch):
@@ -359,11 +366,8 @@ def _row_dims(op, dtype, sizes, order):
     last dimension (destination order, strides in bytes) and the row's
     value count."""
     w = np.dtype(dtype).itemsize
-    d = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    strided = [x * w for x in d.effective_strides]
-    packed = [x * w for x in ds.BufferTensorDesc(dtype, sizes).effective_strides]
-    src, dst = (strided, packed) if op == "gather" else (packed, strided)
-    merged = _planner.merge_dims(list(zip(sizes, src, dst)))
+    src, dst, _ = _permuted_strides(op, dtype, sizes, order)
+    merged = _planner.merge_dims([(n, a * w, b * w) for n, a, b in zip(sizes, src, dst)])
     assert merged[-1][1:] == (w, w)
     return merged[:-1], merged[-1][0]
 
