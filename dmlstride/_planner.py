@@ -1414,18 +1414,61 @@ def small_interleave(pixels: int, channels: int, width: int) -> bool:
     return pixels <= INTERLEAVE_SMALL_PIXELS and pixels * channels * width <= INTERLEAVE_SMALL_BYTES
 
 
+#: Interleaving copies of four- and eight-byte values stream from this many
+#: eighths of stream_min_total (8 MiB) rather than from all of it, as do those
+#: of one-byte values whose tasks write INTERLEAVE_STREAM_BYTE_TASK bytes or
+#: more; of these, tasks under INTERLEAVE_STREAM_MIN_TASK bytes only where the
+#: executor joins them (interleave_tasks_join).  In one process on the same
+#: buffers, alternating (2 threads, 7 rounds, the old plan against itself as
+#: a control: 0.98x and 1.00x), unnamed NCHW/NHWC conversions and 2-D to 6-D
+#: permutations of 8-32 MiB so planned ran 1.16x faster by geometric mean
+#: (35, 0.67-1.82x, 30 faster; a 5-channel float32 NCHW to NHWC scatter of
+#: 31.6 MB, 14.4 -> 17.6 GB/s), tuned on; 1.07x on a second 30 (0.56-1.75x,
+#: 20 faster), whose two slowest, float64 tasks of 96 and 200 bytes that no
+#: task continues, the task bound then kept as they were; and 1.06x on a
+#: fresh 28 (0.76-1.47x, 16 faster; the slowest one-byte 7-channel scatters
+#: and a uint32 one).  Two-byte values measured about even (21, 0.58-1.41x),
+#: and one-byte tasks of 75 and 756 bytes 0.68x; they keep the whole
+#: threshold.  On the 32 MiB-L3 machine of the first measurement, copies of
+#: 10-12 MB (wider values) ran 0.46-0.47x streaming: unmeasured there since.
+INTERLEAVE_STREAM_EIGHTHS = 2
+INTERLEAVE_STREAM_BYTE_TASK = 4096
+INTERLEAVE_STREAM_MIN_TASK = 256
+
+
+def interleave_tasks_join(plan: KernelPlan) -> bool:
+    """Whether the executor joins an interleaving plan's tasks into longer
+    runs before streaming them: tasks of at most 512 bytes whose pixels lie
+    back to back on both sides, each task's destination going on from the
+    one before's, in runs of at least four (execute.c, joined_planes)."""
+    assert plan.tile is not None
+    n, iss, ids = plan.inner
+    task = n * plan.tile[0] * plan.width
+    return (bool(plan.outer) and task <= 512 and iss == plan.width and plan.tile[2] == plan.width
+            and ids == plan.tile[0] * plan.width and plan.outer[-1][2] == task and plan.outer[-1][0] >= 4)
+
+
 def interleave_streams(plan: KernelPlan) -> bool:
     """Whether an interleaving copy streams: its pixels lie back to back in the
     destination and it writes stream_min_total bytes or more (the executor
-    interleaves 4 KiB of pixels at a time in L1 and streams them out).
+    interleaves 4 KiB of pixels at a time in L1 and streams them out), or
+    from INTERLEAVE_STREAM_EIGHTHS of it, for the values and tasks named there.
 
     In one process on the same buffers, alternating (2 threads), NCHW to NHWC
     scatters of 2-6 channels of 34-64 MB (float16 to float64) ran 1.08-1.30x
-    faster (a 5-channel float64 one that ran level with PyTorch 1.25x); from
-    8 MiB, those of 10-12 MB, in cache, ran 0.46-0.47x.
+    faster (a 5-channel float64 one that ran level with PyTorch 1.25x).
     """
     assert plan.tile is not None
-    return plan.inner[2] == plan.tile[0] * plan.width and plan.dst_bytes >= stream_min_total
+    if plan.inner[2] != plan.tile[0] * plan.width:
+        return False
+    if plan.dst_bytes >= stream_min_total:
+        return True
+    task = plan.inner[0] * plan.tile[0] * plan.width
+    if plan.width >= 4:
+        wanted = task >= INTERLEAVE_STREAM_MIN_TASK or interleave_tasks_join(plan)
+    else:
+        wanted = plan.width == 1 and task >= INTERLEAVE_STREAM_BYTE_TASK
+    return wanted and plan.dst_bytes >= stream_min_total * INTERLEAVE_STREAM_EIGHTHS // 8
 
 
 #: Contiguous runs of 3 to this many bytes on both sides (not 4 or 8, which are

@@ -3167,6 +3167,66 @@ def test_streaming_limit_applies_to_plans_made_afterwards():
         _engine._set_stream_min_total(old)
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op,early", [
+    # planes into pixels (NCHW to NHWC scatters): long tasks
+    ("float32", (2, 4, 30, 41), "NHWC", "scatter", True),
+    ("float64", (1, 5, 17, 23), "NHWC", "scatter", True),
+    ("uint32", (2, 3, 64, 32), "NHWC", "scatter", True),
+    ("int16", (2, 4, 30, 41), "NHWC", "scatter", False),
+    ("float16", (1, 6, 40, 40), "NHWC", "scatter", False),
+    ("uint8", (2, 3, 64, 64), "NHWC", "scatter", True),       # tasks of 12288 bytes
+    ("uint8", (5, 3, 2, 3, 90, 84), (4, 2, 0, 3, 5, 1), "scatter", False),  # ... of 252
+    # tasks under 256 bytes: of 84 and 128 bytes, each going on from the
+    # one before's in runs of 9 and 7; of 120 bytes in runs of 2; of 200
+    # bytes whose next task's destination lies 120 bytes on
+    ("float32", (47, 9, 9, 3, 7), (4, 2, 0, 1, 3), "gather", True),
+    ("uint32", (14, 4, 7, 8, 2, 2), (1, 0, 2, 4, 3, 5), "gather", True),
+    ("float32", (2, 13, 3, 5, 47, 10), (4, 3, 1, 0, 5, 2), "scatter", False),
+    ("float64", (8, 37, 3, 3, 5, 5), (1, 5, 0, 3, 2, 4), "gather", False),
+], ids=str)
+def test_interleaves_stream_from_a_quarter_of_the_threshold(dtype, sizes, order, op, early):
+    # Interleaving copies of four- and eight-byte values, and of one-byte
+    # values in tasks of 4 KiB or more, stream from 2/8 of the threshold;
+    # two-byte values and shorter one-byte tasks from all of it; tasks of
+    # four- and eight-byte values under 256 bytes only where each task's
+    # destination goes on from the one before's, four or more in a run (the
+    # executor joins those).  Streamed or not, against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    packed = ds.BufferTensorDesc(dtype, sizes)
+    src, dst = (packed, desc) if op == "scatter" else (desc, packed)
+    nbytes = packed.total_tensor_size_in_bytes
+    dt = np.dtype(dtype)
+
+    def plan():
+        d = _engine.Plan(list(sizes), src.effective_strides, dst.effective_strides, 8 * dt.itemsize).describe()
+        assert d["mode"] == "interleave"
+        return d
+
+    p = plan()
+    w = p["width"]   # (two uint32 values a pixel may move as one of 8 bytes)
+    task = p["inner"][0] * p["tile"][0] * w
+    assert (task < 256) is (len(sizes) > 4)   # the short tasks are those of the 5-D and 6-D cases
+    old = _engine._set_stream_min_total(4 * nbytes)              # a quarter of it: nbytes
+    try:
+        assert plan()["stream"] is early
+        if early:
+            _engine._set_stream_min_total(4 * nbytes + 8)          # a quarter of it: nbytes + 2
+            assert not plan()["stream"]
+        _engine._set_stream_min_total(nbytes)
+        assert plan()["stream"]
+        for limit in (4 * nbytes, nbytes):
+            _engine._set_stream_min_total(limit)
+            if op == "gather":
+                buf = _random_buffer(desc.total_tensor_size_in_bytes, sum(sizes))
+                assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+            else:
+                values = _random_buffer(nbytes, sum(sizes)).view(dt).reshape(sizes)
+                out = _at_line_offset(desc.total_tensor_size_in_bytes + 64 + 64, 0, 5)
+                _check_scatter(values, desc, out, offset=64 + dt.itemsize, check_alignment=False)
+    finally:
+        _engine._set_stream_min_total(old)
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_streaming_counts_source_bytes_once(axis):
     # A copy whose source is broadcast along a dimension (of 2 here) reads
