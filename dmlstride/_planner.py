@@ -213,6 +213,18 @@ MIN_BLOCK_TASKS = 4
 #: 0.53 -> 0.45).  The uint8 and float32 5-D ones run 2.0-3.0x faster on
 #: two threads than on one: each core's cache bounds them, not its shuffles.
 BLOCK_L2_MIN_TOTAL = 1 << 24
+#: Blocks of two- to eight-byte values take the L2 buffers from this many
+#: times BLOCK_L2_MIN_TOTAL only (32 MiB, the streaming threshold; one-byte
+#: ones from BLOCK_L2_MIN_TOTAL).  On the Intel machine of the results in the
+#: README, in one process on the same buffers, alternating (2 threads, 5
+#: rounds, the old plan against itself as a control: 0.95-1.08x), 30 unnamed
+#: 3-D to 6-D permutations of 16-32 MiB so planned ran 1.43x faster by
+#: geometric mean transposed in place (0.85-2.50x, 27 faster; a float64 gather
+#: of 23.6 MB 2.5x), a fresh 26 1.30x (0.66-1.89x, 22 faster; control
+#: 0.77-1.19x); one-byte ones ran 0.43-0.98x so (3), and blocks of 32-72 MiB
+#: 0.50-1.97x (22, about even), which keep the buffers.  (Measured where the
+#: L3 holds hundreds of MiB; the 16 MiB bound was set on one of 32 MiB.)
+BLOCK_L2_WIDE_TIMES = 2
 
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
@@ -353,10 +365,11 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
     return dst_bytes + dst_bytes // repeats >= stream_min_total * COPY_STREAM_EIGHTHS // 8
 
 
-def block_l2_min_total() -> int:
-    """Copies of at least this many bytes may take a block through L2 (the
-    streaming threshold when that is lower, as tests set it)."""
-    return min(stream_min_total, BLOCK_L2_MIN_TOTAL)
+def block_l2_min_total(width: int = 1) -> int:
+    """Copies of values of ``width`` bytes of at least this many bytes may
+    take a block through L2 (the streaming threshold when that is lower, as
+    tests set it; BLOCK_L2_WIDE_TIMES)."""
+    return min(stream_min_total, BLOCK_L2_MIN_TOTAL * (BLOCK_L2_WIDE_TIMES if width >= 2 else 1))
 
 
 def block_big_min_total() -> int:
@@ -577,7 +590,7 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
     jc, kc = block_chunks(width, jtot, ktot)
     srun, drun = kc * width, jc * width
     if min_total is None:
-        min_total = block_l2_min_total()
+        min_total = block_l2_min_total(width)
     if dst_bytes < min_total or srun < BLOCK_L2_SOURCE_RUN or drun < BLOCK_L2_MIN_DEST_RUN:
         return 0
     whole_lines = drun % 64 == 0 and all(b % 64 == 0 for _, _, b in kgroup)
@@ -931,7 +944,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         # means, 2 threads; one uint8 gather, (37, 19, 32, 131) in order
         # (1, 3, 0, 2), from 0.46-0.58 to 0.36-0.41); its cost counts them
         # whole below block_l2_min_total and in chunks from it.
-        staged = total >= block_l2_min_total()
+        staged = total >= block_l2_min_total(width)
         need = 2 if staged else 1
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
                                               block_l2_path(best[3], best[1], width, best[0], total))

@@ -511,6 +511,9 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
     # From BLOCK_GROW_MIN_TOTAL bytes, a two-byte block takes room for twice
     # block_elems values where that leaves neither group shorter and the path
     # through L2 the same: the plan with the room it had before, beside it.
+    # (Shapes of 21-23 MiB chosen where two-byte blocks went through L2 from
+    # 16 MiB, as they do with BLOCK_L2_WIDE_TIMES at 1.)
+    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_TIMES", 1)
     plan = _main_plan(dtype, sizes, order, op)
     monkeypatch.setattr(_planner, "BLOCK_GROW_WIDTHS", ())
     before = _main_plan(dtype, sizes, order, op)
@@ -521,6 +524,26 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
     assert j0 * k0 <= _planner.block_elems(2) < j * k <= 2 * _planner.block_elems(2)
     assert (plan.l2, plan.stream) == (before.l2, before.stream)
     assert plan.tasks < before.tasks
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,l2", [
+    ("float32", (385, 188, 3, 2, 16), (2, 4, 3, 0, 1), "gather", False),   # 26.5 MiB
+    ("float64", (983, 12, 2, 2, 52), (3, 1, 4, 2, 0), "gather", False),    # 18.7 MiB
+    ("int16", (91, 30, 2, 21, 129), (4, 3, 0, 1, 2), "gather", False),     # 28.2 MiB
+    ("uint8", (2, 9, 64, 93, 206), (4, 0, 3, 1, 2), "gather", True),       # 21.0 MiB
+    ("float32", (36, 1244, 354), (2, 1, 0), "scatter", True),              # 60.5 MiB
+], ids=str)
+def test_blocks_of_wider_values_go_through_l2_from_the_streaming_size(dtype, sizes, order, op, l2, monkeypatch):
+    # Blocks of one-byte values may take the L2 buffers from
+    # BLOCK_L2_MIN_TOTAL bytes, wider ones from BLOCK_L2_WIDE_TIMES times it
+    # (the streaming threshold): between the two, transposed in place.
+    total = math.prod(sizes) * np.dtype(dtype).itemsize
+    assert total >= _planner.BLOCK_L2_MIN_TOTAL
+    assert (total >= _planner.stream_min_total) is (dtype != "uint8" and l2)
+    plan = _main_plan(dtype, sizes, order, op)
+    assert plan.mode == "block" and (plan.l2 != 0) is l2
+    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_TIMES", 1)
+    assert _main_plan(dtype, sizes, order, op).l2 != 0
 
 
 @pytest.mark.parametrize("sizes,order", [((80, 65, 110, 14), (3, 1, 2, 0)),     # 15.3 MiB
