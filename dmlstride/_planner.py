@@ -213,17 +213,21 @@ MIN_BLOCK_TASKS = 4
 #: 0.53 -> 0.45).  The uint8 and float32 5-D ones run 2.0-3.0x faster on
 #: two threads than on one: each core's cache bounds them, not its shuffles.
 BLOCK_L2_MIN_TOTAL = 1 << 24
-#: Blocks of two- to eight-byte values take the L2 buffers from this many
-#: times BLOCK_L2_MIN_TOTAL only (32 MiB, the streaming threshold; one-byte
-#: ones from BLOCK_L2_MIN_TOTAL).  On the Intel machine of the results in the
-#: README, in one process on the same buffers, alternating (2 threads, 5
-#: rounds, the old plan against itself as a control: 0.95-1.08x), 30 unnamed
-#: 3-D to 6-D permutations of 16-32 MiB so planned ran 1.43x faster by
-#: geometric mean transposed in place (0.85-2.50x, 27 faster; a float64 gather
-#: of 23.6 MB 2.5x), a fresh 26 1.30x (0.66-1.89x, 22 faster; control
-#: 0.77-1.19x); one-byte ones ran 0.43-0.98x so (3), and blocks of 32-72 MiB
-#: 0.50-1.97x (22, about even), which keep the buffers.  (Measured where the
-#: L3 holds hundreds of MiB; the 16 MiB bound was set on one of 32 MiB.)
+#: Blocks of two- to eight-byte values that would stream in place (their rows
+#: on line boundaries) take the L2 buffers from this many times
+#: BLOCK_L2_MIN_TOTAL only (32 MiB, the streaming threshold), and are
+#: transposed in place, streamed, below it.  On the Intel machine of the
+#: README's results, in one process on the same buffers, alternating (2
+#: threads, 5 rounds, the old plan against itself as a control: 0.79-1.18x),
+#: unnamed 3-D to 6-D permutations of 16-32 MiB so planned ran 1.57x faster by
+#: geometric mean in place (a fresh 22, 0.69-2.00x, 21 faster: 9-12 -> 14-21
+#: GB/s), after 30, 26 and 22 in which all two- to eight-byte blocks of that
+#: size went in place ran 1.43x, 1.30x and 1.07x: those that could not
+#: stream, writing rows off line boundaries with ordinary stores, ran
+#: 0.46-0.51x in place in three cases (rows of 1.7-3.8 KB), and keep the
+#: buffers from BLOCK_L2_MIN_TOTAL, as do one-byte blocks (0.43-0.98x in
+#: place, 3).  Past 32 MiB blocks in place measured about even (22,
+#: 0.50-1.97x).  (The 16 MiB bound was set on a machine with a 32 MiB L3.)
 BLOCK_L2_WIDE_TIMES = 2
 
 
@@ -368,7 +372,8 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
 def block_l2_min_total(width: int = 1) -> int:
     """Copies of values of ``width`` bytes of at least this many bytes may
     take a block through L2 (the streaming threshold when that is lower, as
-    tests set it; BLOCK_L2_WIDE_TIMES)."""
+    tests set it; BLOCK_L2_WIDE_TIMES for wider values that stream in
+    place)."""
     return min(stream_min_total, BLOCK_L2_MIN_TOTAL * (BLOCK_L2_WIDE_TIMES if width >= 2 else 1))
 
 
@@ -610,10 +615,11 @@ def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes
 BLOCK_L2_SOURCE_ONLY = False
 
 
-def block_l2_path(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int) -> int:
+def block_l2_path(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int,
+                  min_total: int | None = None) -> int:
     """The L2 mode a block takes (block_l2_mode, but for 1 where
     BLOCK_L2_SOURCE_ONLY is off: 0)."""
-    mode = block_l2_mode(jtot, ktot, width, kgroup, dst_bytes)
+    mode = block_l2_mode(jtot, ktot, width, kgroup, dst_bytes, min_total)
     return 0 if mode == 1 and not BLOCK_L2_SOURCE_ONLY else mode
 
 
@@ -903,13 +909,29 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
 
     The block holds at most block_elems values, or twice as many where
     BLOCK_GROW_WIDTHS and BLOCK_GROW_MIN_TOTAL allow and neither of its
-    groups is then shorter nor its path through L2 another."""
+    groups is then shorter nor its path through L2 another.  It goes through
+    L2 from block_l2_min_total(width) bytes, or from block_l2_min_total()
+    for wider values that would not stream in place (BLOCK_L2_WIDE_TIMES)."""
     if short_k_bytes is None:
         short_k_bytes = BLOCK_SHORT_K_BYTES
-    plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width))
+    plan = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total(width))
+    if (plan is not None and width >= 2 and plan.l2 == 0 and not plan.stream and not plan.block.whole
+            and plan.dst_bytes >= block_l2_min_total()):
+        # (wider values skip the L2 buffers early only where they stream in
+        # place, their rows on line boundaries: BLOCK_L2_WIDE_TIMES)
+        early = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total())
+        if early is not None and early.l2:
+            return early
+    return plan
+
+
+def _sized_block(merged: list[Dim], width: int, group: int, short_k_bytes: int, l2_min: int) -> KernelPlan | None:
+    """plan_block's block through L2 from ``l2_min`` bytes, of block_elems
+    values or twice as many (BLOCK_GROW_WIDTHS)."""
+    plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width), l2_min)
     if plan is None or width not in BLOCK_GROW_WIDTHS or plan.dst_bytes < BLOCK_GROW_MIN_TOTAL:
         return plan
-    grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width))
+    grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width), l2_min)
     if (grown is not None
             and grown.block.j_elems >= plan.block.j_elems and grown.block.k_elems >= plan.block.k_elems
             and grown.block.j_elems * grown.block.k_elems > plan.block.j_elems * plan.block.k_elems
@@ -919,8 +941,9 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
 
 
 def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
-                elems: int) -> KernelPlan | None:
-    """plan_block for blocks of at most ``elems`` values."""
+                elems: int, l2_min: int) -> KernelPlan | None:
+    """plan_block for blocks of at most ``elems`` values, through L2 from
+    ``l2_min`` bytes."""
     dims = list(merged)
     inner = dims.pop()
     # J starts at the destination's unit-stride dimension (the innermost).
@@ -944,10 +967,10 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         # means, 2 threads; one uint8 gather, (37, 19, 32, 131) in order
         # (1, 3, 0, 2), from 0.46-0.58 to 0.36-0.41); its cost counts them
         # whole below block_l2_min_total and in chunks from it.
-        staged = total >= block_l2_min_total(width)
+        staged = total >= l2_min
         need = 2 if staged else 1
         limit = BLOCK_L2_BIG_GAIN * _run_cost(width, best[3], best[1],
-                                              block_l2_path(best[3], best[1], width, best[0], total))
+                                              block_l2_path(best[3], best[1], width, best[0], total, l2_min))
         big = None
         for klimit in (group, 256, 64, 16):
             rest = list(dims)
@@ -996,7 +1019,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         share = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     # A whole block (see takes_whole) takes the place of the L2 buffers too,
     # and of streaming rows one by one where those would go through them.
-    l2 = block_l2_path(jtot, ktot, width, kgroup, dst_bytes)
+    l2 = block_l2_path(jtot, ktot, width, kgroup, dst_bytes, l2_min)
     whole = (share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
              and takes_whole(kgroup, jtot, ktot, width, dst_bytes))
     if whole:
@@ -1579,7 +1602,8 @@ def run_block(outer: list[Dim], run: int) -> KernelPlan | None:
     last), kept in place; or None (see RUN_BLOCKS)."""
     if not outer or outer[-1][2] != run:
         return None
-    plan = _plan_block(outer, run, BLOCK_GROUP_FIRST, BLOCK_SHORT_K_BYTES, RUN_BLOCK_BYTES // run)
+    plan = _plan_block(outer, run, BLOCK_GROUP_FIRST, BLOCK_SHORT_K_BYTES, RUN_BLOCK_BYTES // run,
+                       block_l2_min_total())
     if plan is None:
         return None
     plan.l2, plan.stream = 0, False

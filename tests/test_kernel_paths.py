@@ -3920,23 +3920,20 @@ def test_a_group_past_the_first_limit_makes_a_block(dtype, monkeypatch, threads)
 
 @pytest.mark.parametrize("source_only", [False, True], ids=["in_place", "source_buffer"])
 def test_a_permutation_between_the_l2_and_streaming_sizes(threads, source_only, no_whole_blocks, monkeypatch):
-    # 17 MB of uint16 in a scrambled 6-D order: below the size from which
-    # blocks of two-byte values go through L2 (twice BLOCK_L2_MIN_TOTAL),
-    # transposed in place either way; with that size lowered to
-    # BLOCK_L2_MIN_TOTAL (where one-byte blocks start), past it and below
-    # the streaming size, its block's source rows long enough for the L2
-    # buffers and its destination rows not: transposed in place, or with
-    # BLOCK_L2_SOURCE_ONLY through the source buffer, with ordinary stores
-    # (blocks streamed whole, which would take it, kept out).
+    # 17 MB of uint16 in a scrambled 6-D order, at the default limits: past
+    # the size from which blocks go through L2 (BLOCK_L2_MIN_TOTAL: its rows
+    # lie off line boundaries, so it would not stream in place, and keeps
+    # that bound rather than twice it), below the streaming one, its block's
+    # source rows long enough for the L2 buffers and its destination rows
+    # not: transposed in place, or with BLOCK_L2_SOURCE_ONLY through the
+    # source buffer, with ordinary stores (blocks streamed whole, which would
+    # take it, kept out).
     _set_planner(monkeypatch, "BLOCK_L2_SOURCE_ONLY", source_only)
     sizes, order = (6, 10, 14, 18, 22, 26), (2, 5, 1, 4, 0, 3)
     values = np.random.default_rng(6).integers(0, 1 << 16, sizes, dtype=np.uint16)
     view = values.transpose(order)
     desc = ds.BufferTensorDesc("uint16", list(view.shape), [s // 2 for s in view.strides])
     packed = ds.BufferTensorDesc("uint16", desc.sizes).effective_strides
-    plan = _engine.Plan(desc.sizes, desc.effective_strides, packed, 16).describe()
-    assert plan["mode"] == "block" and plan["l2"] == "none" and not plan["stream"]
-    _set_planner(monkeypatch, "BLOCK_L2_WIDE_TIMES", 1)
     plan = _engine.Plan(desc.sizes, desc.effective_strides, packed, 16).describe()
     assert plan["mode"] == "block" and plan["l2"] == ("source" if source_only else "none")
     assert not plan["stream"]

@@ -529,19 +529,24 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
 @pytest.mark.parametrize("dtype,sizes,order,op,l2", [
     ("float32", (385, 188, 3, 2, 16), (2, 4, 3, 0, 1), "gather", False),   # 26.5 MiB
     ("float64", (983, 12, 2, 2, 52), (3, 1, 4, 2, 0), "gather", False),    # 18.7 MiB
-    ("int16", (91, 30, 2, 21, 129), (4, 3, 0, 1, 2), "gather", False),     # 28.2 MiB
+    ("float64", (25, 40, 2, 15, 16, 5), (2, 3, 4, 0, 5, 1), "scatter", False),  # 18.3 MiB
+    ("int16", (91, 30, 2, 21, 129), (4, 3, 0, 1, 2), "gather", True),      # 28.2 MiB, rows off lines
+    ("float16", (18, 12, 476, 125), (3, 2, 0, 1), "gather", True),        # 24.5 MiB, rows off lines
     ("uint8", (2, 9, 64, 93, 206), (4, 0, 3, 1, 2), "gather", True),       # 21.0 MiB
     ("float32", (36, 1244, 354), (2, 1, 0), "scatter", True),              # 60.5 MiB
 ], ids=str)
-def test_blocks_of_wider_values_go_through_l2_from_the_streaming_size(dtype, sizes, order, op, l2, monkeypatch):
-    # Blocks of one-byte values may take the L2 buffers from
-    # BLOCK_L2_MIN_TOTAL bytes, wider ones from BLOCK_L2_WIDE_TIMES times it
-    # (the streaming threshold): between the two, transposed in place.
+def test_blocks_of_wider_values_that_stream_in_place_skip_l2_below_the_streaming_size(
+        dtype, sizes, order, op, l2, monkeypatch):
+    # Blocks may take the L2 buffers from BLOCK_L2_MIN_TOTAL bytes; those of
+    # two- to eight-byte values that would stream in place (rows on line
+    # boundaries) only from BLOCK_L2_WIDE_TIMES times it (the streaming
+    # threshold), and are transposed in place, streamed, between the two.
     total = math.prod(sizes) * np.dtype(dtype).itemsize
     assert total >= _planner.BLOCK_L2_MIN_TOTAL
-    assert (total >= _planner.stream_min_total) is (dtype != "uint8" and l2)
     plan = _main_plan(dtype, sizes, order, op)
     assert plan.mode == "block" and (plan.l2 != 0) is l2
+    if not l2:
+        assert plan.stream and not plan.block.whole and total < _planner.stream_min_total
     monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_TIMES", 1)
     assert _main_plan(dtype, sizes, order, op).l2 != 0
 
