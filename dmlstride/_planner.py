@@ -229,6 +229,14 @@ BLOCK_L2_MIN_TOTAL = 1 << 24
 #: place, 3).  Past 32 MiB blocks in place measured about even (22,
 #: 0.50-1.97x).  (The 16 MiB bound was set on a machine with a 32 MiB L3.)
 BLOCK_L2_WIDE_TIMES = 2
+#: ... and past that size such blocks are transposed in place, streamed,
+#: rather than through the L2 buffers at all (the block chosen as before,
+#: counting its L2 chunks): the same way, a fresh 22 unnamed 3-D to 6-D
+#: permutations of 32-72 MiB so planned ran 1.76x faster by geometric mean
+#: (1.25-2.17x, every one faster; 10-13 -> 15-28 GB/s; control 0.93-1.12x),
+#: after 5 of 5 at 1.43-1.97x in a first set.  On a machine whose L3 is much
+#: smaller than the copy, the buffers may pay again (unmeasured here).
+BLOCK_L2_WIDE_IN_PLACE = True
 
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
@@ -922,16 +930,23 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
         early = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total())
         if early is not None and early.l2:
             return early
+    if plan is not None and width >= 2 and plan.l2 and BLOCK_L2_WIDE_IN_PLACE:
+        # (and past that size too: BLOCK_L2_WIDE_IN_PLACE)
+        flat = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total(width), in_place=True)
+        if flat is not None and flat.stream and not flat.block.whole:
+            return flat
     return plan
 
 
-def _sized_block(merged: list[Dim], width: int, group: int, short_k_bytes: int, l2_min: int) -> KernelPlan | None:
-    """plan_block's block through L2 from ``l2_min`` bytes, of block_elems
-    values or twice as many (BLOCK_GROW_WIDTHS)."""
-    plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width), l2_min)
+def _sized_block(merged: list[Dim], width: int, group: int, short_k_bytes: int, l2_min: int,
+                 in_place: bool = False) -> KernelPlan | None:
+    """plan_block's block through L2 from ``l2_min`` bytes (never where
+    ``in_place``), of block_elems values or twice as many
+    (BLOCK_GROW_WIDTHS)."""
+    plan = _plan_block(merged, width, group, short_k_bytes, block_elems(width), l2_min, in_place)
     if plan is None or width not in BLOCK_GROW_WIDTHS or plan.dst_bytes < BLOCK_GROW_MIN_TOTAL:
         return plan
-    grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width), l2_min)
+    grown = _plan_block(merged, width, group, short_k_bytes, 2 * block_elems(width), l2_min, in_place)
     if (grown is not None
             and grown.block.j_elems >= plan.block.j_elems and grown.block.k_elems >= plan.block.k_elems
             and grown.block.j_elems * grown.block.k_elems > plan.block.j_elems * plan.block.k_elems
@@ -941,9 +956,10 @@ def _sized_block(merged: list[Dim], width: int, group: int, short_k_bytes: int, 
 
 
 def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
-                elems: int, l2_min: int) -> KernelPlan | None:
+                elems: int, l2_min: int, in_place: bool = False) -> KernelPlan | None:
     """plan_block for blocks of at most ``elems`` values, through L2 from
-    ``l2_min`` bytes."""
+    ``l2_min`` bytes (the choice of block counting so), or never where
+    ``in_place``."""
     dims = list(merged)
     inner = dims.pop()
     # J starts at the destination's unit-stride dimension (the innermost).
@@ -1019,7 +1035,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         share = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     # A whole block (see takes_whole) takes the place of the L2 buffers too,
     # and of streaming rows one by one where those would go through them.
-    l2 = block_l2_path(jtot, ktot, width, kgroup, dst_bytes, l2_min)
+    l2 = 0 if in_place else block_l2_path(jtot, ktot, width, kgroup, dst_bytes, l2_min)
     whole = (share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
              and takes_whole(kgroup, jtot, ktot, width, dst_bytes))
     if whole:

@@ -533,20 +533,22 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
     ("int16", (91, 30, 2, 21, 129), (4, 3, 0, 1, 2), "gather", True),      # 28.2 MiB, rows off lines
     ("float16", (18, 12, 476, 125), (3, 2, 0, 1), "gather", True),        # 24.5 MiB, rows off lines
     ("uint8", (2, 9, 64, 93, 206), (4, 0, 3, 1, 2), "gather", True),       # 21.0 MiB
-    ("float32", (36, 1244, 354), (2, 1, 0), "scatter", True),              # 60.5 MiB
+    ("float32", (36, 1244, 354), (2, 1, 0), "scatter", False),             # 60.5 MiB
+    ("uint8", (106, 559, 332), (2, 1, 0), "gather", True),                 # 18.8 MiB
 ], ids=str)
-def test_blocks_of_wider_values_that_stream_in_place_skip_l2_below_the_streaming_size(
-        dtype, sizes, order, op, l2, monkeypatch):
+def test_blocks_of_wider_values_that_stream_in_place_skip_l2(dtype, sizes, order, op, l2, monkeypatch):
     # Blocks may take the L2 buffers from BLOCK_L2_MIN_TOTAL bytes; those of
     # two- to eight-byte values that would stream in place (rows on line
-    # boundaries) only from BLOCK_L2_WIDE_TIMES times it (the streaming
-    # threshold), and are transposed in place, streamed, between the two.
+    # boundaries) do not (BLOCK_L2_WIDE_TIMES below the streaming threshold,
+    # BLOCK_L2_WIDE_IN_PLACE past it): transposed in place, streamed.
     total = math.prod(sizes) * np.dtype(dtype).itemsize
     assert total >= _planner.BLOCK_L2_MIN_TOTAL
     plan = _main_plan(dtype, sizes, order, op)
     assert plan.mode == "block" and (plan.l2 != 0) is l2
     if not l2:
-        assert plan.stream and not plan.block.whole and total < _planner.stream_min_total
+        assert plan.stream and not plan.block.whole
+    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_IN_PLACE", False)
+    assert (_main_plan(dtype, sizes, order, op).l2 != 0) is (l2 or total >= _planner.stream_min_total)
     monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_TIMES", 1)
     assert _main_plan(dtype, sizes, order, op).l2 != 0
 
