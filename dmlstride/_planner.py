@@ -229,14 +229,17 @@ BLOCK_L2_MIN_TOTAL = 1 << 24
 #: place, 3).  Past 32 MiB blocks in place measured about even (22,
 #: 0.50-1.97x).  (The 16 MiB bound was set on a machine with a 32 MiB L3.)
 BLOCK_L2_WIDE_TIMES = 2
-#: ... and past that size such blocks are transposed in place, streamed,
-#: rather than through the L2 buffers at all (the block chosen as before,
-#: counting its L2 chunks): the same way, a fresh 22 unnamed 3-D to 6-D
-#: permutations of 32-72 MiB so planned ran 1.76x faster by geometric mean
-#: (1.25-2.17x, every one faster; 10-13 -> 15-28 GB/s; control 0.93-1.12x),
-#: after 5 of 5 at 1.43-1.97x in a first set.  On a machine whose L3 is much
-#: smaller than the copy, the buffers may pay again (unmeasured here).
-BLOCK_L2_WIDE_IN_PLACE = True
+#: Blocks that would stream in place (rows on line boundaries) never take
+#: the L2 buffers, whatever their values (the block chosen as before,
+#: counting its L2 chunks), and are transposed in place with streaming
+#: stores.  The same way, a fresh 22 unnamed 3-D to 6-D permutations of
+#: 32-72 MiB of two- to eight-byte values so planned ran 1.76x faster by
+#: geometric mean (1.25-2.17x, every one faster; 10-13 -> 15-28 GB/s;
+#: control 0.93-1.12x), after 5 of 5 at 1.43-1.97x in a first set, and a
+#: fresh 22 of one-byte values of 16-72 MiB 1.41x (1.19-1.83x, every one
+#: faster).  On a machine whose L3 is much smaller than the copy, the
+#: buffers may pay again (unmeasured here).
+BLOCK_L2_IN_PLACE = True
 
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
@@ -930,8 +933,9 @@ def plan_block(merged: list[Dim], width: int, group: int = BLOCK_GROUP_FIRST,
         early = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total())
         if early is not None and early.l2:
             return early
-    if plan is not None and width >= 2 and plan.l2 and BLOCK_L2_WIDE_IN_PLACE:
-        # (and past that size too: BLOCK_L2_WIDE_IN_PLACE)
+    if plan is not None and plan.l2 and BLOCK_L2_IN_PLACE:
+        # (and blocks of any values that would stream in place, past that
+        # size too: BLOCK_L2_IN_PLACE)
         flat = _sized_block(merged, width, group, short_k_bytes, block_l2_min_total(width), in_place=True)
         if flat is not None and flat.stream and not flat.block.whole:
             return flat

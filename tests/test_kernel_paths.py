@@ -2370,10 +2370,10 @@ LINE_ROWS_IN_PLACE = [
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_ROWS_WHOLE_OR_L2])
 def test_line_aligned_blocks_stream_whole_from_rows_of_a_kib(dtype, sizes, order, op, row, level, threads,
                                                             monkeypatch):
-    # With streaming from 0 bytes, and the L2 buffers open to blocks of
-    # wider values that stream in place (BLOCK_L2_WIDE_IN_PLACE off; see the
-    # next test for them with it on).
-    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_IN_PLACE", False)
+    # With streaming from 0 bytes, and the L2 buffers open to blocks that
+    # stream in place (BLOCK_L2_IN_PLACE off; see the next test for them
+    # with it on).
+    monkeypatch.setattr(_planner, "BLOCK_L2_IN_PLACE", False)
 
     def check_plan(plan):
         assert plan.mode == "block" and plan.block.j_elems * plan.width == row
@@ -2387,20 +2387,17 @@ def test_line_aligned_blocks_stream_whole_from_rows_of_a_kib(dtype, sizes, order
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op,row", LINE_ROWS_WHOLE_OR_L2,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_ROWS_WHOLE_OR_L2])
-def test_wider_line_aligned_blocks_stream_in_place_rather_than_through_l2(dtype, sizes, order, op, row, level,
-                                                                          threads):
-    # The same blocks at the default settings: those of two- to eight-byte
-    # values that would go through both L2 buffers (rows under
-    # BLOCK_WHOLE_LINE_ROW_BYTES) stream in place instead; one-byte ones keep
-    # the buffers; rows of the bound or more stream whole.  Against numpy.
+def test_line_aligned_blocks_stream_in_place_rather_than_through_l2(dtype, sizes, order, op, row, level, threads):
+    # The same blocks at the default settings (BLOCK_L2_IN_PLACE): those that
+    # would go through both L2 buffers (rows under BLOCK_WHOLE_LINE_ROW_BYTES)
+    # stream in place instead; rows of the bound or more stream whole.
+    # Against numpy.
     def check_plan(plan):
         assert plan.mode == "block" and plan.block.j_elems * plan.width == row
         if row >= _planner.BLOCK_WHOLE_LINE_ROW_BYTES:
             _is_whole_or_l2(plan, True)
-        elif plan.width >= 2:
-            assert plan.l2 == 0 and plan.stream and not plan.block.whole
         else:
-            _is_whole_or_l2(plan, False)
+            assert plan.l2 == 0 and plan.stream and not plan.block.whole
 
     with _stream_threshold(0), _isa_level(level):
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
@@ -2419,7 +2416,7 @@ def test_line_aligned_blocks_without_l2_stream_their_rows(dtype, sizes, order, o
 
 def test_line_aligned_blocks_stream_whole_from_the_row_bound(monkeypatch):
     dtype, sizes, order, op, row = LINE_ROWS_WHOLE_OR_L2[0]
-    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_IN_PLACE", False)
+    monkeypatch.setattr(_planner, "BLOCK_L2_IN_PLACE", False)
     with _stream_threshold(0):
         monkeypatch.setattr(_planner, "BLOCK_WHOLE_LINE_ROW_BYTES", row)
         assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole

@@ -537,17 +537,18 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
     ("uint8", (106, 559, 332), (2, 1, 0), "gather", True),                 # 18.8 MiB
 ], ids=str)
 def test_blocks_of_wider_values_that_stream_in_place_skip_l2(dtype, sizes, order, op, l2, monkeypatch):
-    # Blocks may take the L2 buffers from BLOCK_L2_MIN_TOTAL bytes; those of
-    # two- to eight-byte values that would stream in place (rows on line
-    # boundaries) do not (BLOCK_L2_WIDE_TIMES below the streaming threshold,
-    # BLOCK_L2_WIDE_IN_PLACE past it): transposed in place, streamed.
+    # Blocks may take the L2 buffers from BLOCK_L2_MIN_TOTAL bytes; those that
+    # would stream in place (rows on line boundaries) do not
+    # (BLOCK_L2_IN_PLACE; for two- to eight-byte values BLOCK_L2_WIDE_TIMES
+    # below the streaming threshold too): transposed in place, streamed.
+    # The one-byte blocks here write rows off line boundaries.
     total = math.prod(sizes) * np.dtype(dtype).itemsize
     assert total >= _planner.BLOCK_L2_MIN_TOTAL
     plan = _main_plan(dtype, sizes, order, op)
     assert plan.mode == "block" and (plan.l2 != 0) is l2
     if not l2:
         assert plan.stream and not plan.block.whole
-    monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_IN_PLACE", False)
+    monkeypatch.setattr(_planner, "BLOCK_L2_IN_PLACE", False)
     assert (_main_plan(dtype, sizes, order, op).l2 != 0) is (l2 or total >= _planner.stream_min_total)
     monkeypatch.setattr(_planner, "BLOCK_L2_WIDE_TIMES", 1)
     assert _main_plan(dtype, sizes, order, op).l2 != 0
