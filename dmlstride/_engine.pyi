@@ -36,6 +36,8 @@ BLOCK_L2_RUN: int
 RUN_TILE_MAX: int
 CLOSE_ROW_BYTES: int
 CONTIG_BAND_BYTES: int
+JOIN_PLANES_TASK_BYTES: int
+JOIN_MIN_TASKS: int
 
 class Plan:
     src_extent: int

@@ -116,6 +116,8 @@ cdef extern from "src/isa.h":
     int DMLS_TALL_TILE_ROWS
     int DMLS_CLOSE_ROW_BYTES
     int DMLS_CONTIG_BAND_BYTES
+    int DMLS_JOIN_PLANES_TASK_BYTES
+    int DMLS_JOIN_MIN_TASKS
     int dmls_isa_select(int max_level) noexcept nogil
 
 

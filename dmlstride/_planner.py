@@ -1490,18 +1490,25 @@ def small_interleave(pixels: int, channels: int, width: int) -> bool:
 INTERLEAVE_STREAM_EIGHTHS = 2
 INTERLEAVE_STREAM_BYTE_TASK = 4096
 INTERLEAVE_STREAM_MIN_TASK = 256
+#: The executor's joined interleave tasks: at most this many bytes, in runs
+#: of at least JOIN_MIN_TASKS (the engine's DMLS_JOIN_PLANES_TASK_BYTES and
+#: DMLS_JOIN_MIN_TASKS, isa.h).
+JOIN_PLANES_TASK_BYTES = 512
+JOIN_MIN_TASKS = 4
 
 
 def interleave_tasks_join(plan: KernelPlan) -> bool:
     """Whether the executor joins an interleaving plan's tasks into longer
-    runs before streaming them: tasks of at most 512 bytes whose pixels lie
-    back to back on both sides, each task's destination going on from the
-    one before's, in runs of at least four (execute.c, joined_planes)."""
+    runs before streaming them: tasks of at most JOIN_PLANES_TASK_BYTES whose
+    pixels lie back to back on both sides, each task's destination going on
+    from the one before's, in runs of at least JOIN_MIN_TASKS (execute.c,
+    joined_planes)."""
     assert plan.tile is not None
     n, iss, ids = plan.inner
     task = n * plan.tile[0] * plan.width
-    return (bool(plan.outer) and task <= 512 and iss == plan.width and plan.tile[2] == plan.width
-            and ids == plan.tile[0] * plan.width and plan.outer[-1][2] == task and plan.outer[-1][0] >= 4)
+    return (bool(plan.outer) and task <= JOIN_PLANES_TASK_BYTES and iss == plan.width
+            and plan.tile[2] == plan.width and ids == plan.tile[0] * plan.width
+            and plan.outer[-1][2] == task and plan.outer[-1][0] >= JOIN_MIN_TASKS)
 
 
 def interleave_streams(plan: KernelPlan) -> bool:

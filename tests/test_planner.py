@@ -30,6 +30,8 @@ def test_c_limits_agree_with_python():
     assert _engine.RUN_TILE_MAX == _planner.RUN_TILE_MAX
     assert _engine.CLOSE_ROW_BYTES == _planner.CLOSE_ROW_BYTES
     assert _engine.CONTIG_BAND_BYTES == _planner.CONTIG_BAND_BYTES
+    assert _engine.JOIN_PLANES_TASK_BYTES == _planner.JOIN_PLANES_TASK_BYTES
+    assert _engine.JOIN_MIN_TASKS == _planner.JOIN_MIN_TASKS
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8])

@@ -349,7 +349,6 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
    gather 0.2 -> 0.4 of the memcpy limit), tuned on; a fresh set of 12
    1.71x (0.85-2.9x, 11 faster).  Copies that do not stream measured
    0.66-1.34x joined (7 in a fresh set), and are not. */
-#define DMLS_JOIN_PLANES_TASK_BYTES 512
 static inline int64_t joined_planes(const dmls_plan *p) {
     const int last = p->outer_ndim - 1;
     const int64_t w = p->width, c = p->tile_size, n = p->inner_size;
@@ -357,10 +356,10 @@ static inline int64_t joined_planes(const dmls_plan *p) {
     if (p->mode != DMLS_MODE_INTERLEAVE || !p->stream || p->segments != 1 || last < 0 || c < 1 || n < 1 ||
             p->inner_src_stride != w || p->inner_dst_stride != c * w || p->tile_dst_stride != w ||
             c * n * w > DMLS_JOIN_PLANES_TASK_BYTES || p->outer_dst_stride[last] != n * c * w ||
-            p->outer_size[last] < 4)
+            p->outer_size[last] < DMLS_JOIN_MIN_TASKS)
         return 0;
     m = DMLS_JOIN_BYTES / (c * n * w);
-    return m >= 4 ? m : 0;
+    return m >= DMLS_JOIN_MIN_TASKS ? m : 0;
 }
 
 /* The longest rows that take that inline copy.  Up to 64 bytes first;

@@ -59,6 +59,12 @@ enum {
    two-byte rows too long for a line of k in it through L2 (its
    CONTIG_BAND_BYTES). */
 #define DMLS_CONTIG_BAND_BYTES 16384
+/* The executor joins streamed interleave tasks of at most this many bytes,
+   in runs of at least DMLS_JOIN_MIN_TASKS whose destinations go on from
+   each other (execute.c, joined_planes); the planner streams such short
+   tasks earlier for that (its interleave_tasks_join). */
+#define DMLS_JOIN_PLANES_TASK_BYTES 512
+#define DMLS_JOIN_MIN_TASKS 4
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
