@@ -213,10 +213,12 @@ MIN_BLOCK_TASKS = 4
 #: 0.53 -> 0.45).  The uint8 and float32 5-D ones run 2.0-3.0x faster on
 #: two threads than on one: each core's cache bounds them, not its shuffles.
 BLOCK_L2_MIN_TOTAL = 1 << 24
-#: Blocks of two- to eight-byte values that would stream in place (their rows
-#: on line boundaries) take the L2 buffers from this many times
-#: BLOCK_L2_MIN_TOTAL only (32 MiB, the streaming threshold), and are
-#: transposed in place, streamed, below it.  On the Intel machine of the
+#: Blocks of two- to eight-byte values are chosen counting the L2 buffers
+#: from this many times BLOCK_L2_MIN_TOTAL only (32 MiB, the streaming
+#: threshold); below it, those that would stream in place (their rows on line
+#: boundaries) are transposed in place, streamed, the others planned again
+#: with BLOCK_L2_MIN_TOTAL (plan_block; past it BLOCK_L2_IN_PLACE keeps the
+#: streaming ones out of the buffers as well).  On the Intel machine of the
 #: README's results, in one process on the same buffers, alternating (2
 #: threads, 5 rounds, the old plan against itself as a control: 0.79-1.18x),
 #: unnamed 3-D to 6-D permutations of 16-32 MiB so planned ran 1.57x faster by
@@ -226,8 +228,10 @@ BLOCK_L2_MIN_TOTAL = 1 << 24
 #: stream, writing rows off line boundaries with ordinary stores, ran
 #: 0.46-0.51x in place in three cases (rows of 1.7-3.8 KB), and keep the
 #: buffers from BLOCK_L2_MIN_TOTAL, as do one-byte blocks (0.43-0.98x in
-#: place, 3).  Past 32 MiB blocks in place measured about even (22,
-#: 0.50-1.97x).  (The 16 MiB bound was set on a machine with a 32 MiB L3.)
+#: place, 3).  Past 32 MiB all blocks of wider values in place measured
+#: about even (22, 0.50-1.97x), those of them that stream 1.43-1.97x (5 of
+#: 5): see BLOCK_L2_IN_PLACE.  (The 16 MiB bound was set on a machine with a
+#: 32 MiB L3.)
 BLOCK_L2_WIDE_TIMES = 2
 #: Blocks that would stream in place (rows on line boundaries) never take
 #: the L2 buffers, whatever their values (the block chosen as before,

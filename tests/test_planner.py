@@ -538,7 +538,7 @@ def test_two_byte_blocks_from_memory_take_twice_the_room(dtype, sizes, order, op
     ("float32", (36, 1244, 354), (2, 1, 0), "scatter", False),             # 60.5 MiB
     ("uint8", (106, 559, 332), (2, 1, 0), "gather", True),                 # 18.8 MiB
 ], ids=str)
-def test_blocks_of_wider_values_that_stream_in_place_skip_l2(dtype, sizes, order, op, l2, monkeypatch):
+def test_blocks_that_stream_in_place_skip_l2(dtype, sizes, order, op, l2, monkeypatch):
     # Blocks may take the L2 buffers from BLOCK_L2_MIN_TOTAL bytes; those that
     # would stream in place (rows on line boundaries) do not
     # (BLOCK_L2_IN_PLACE; for two- to eight-byte values BLOCK_L2_WIDE_TIMES
