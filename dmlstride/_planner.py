@@ -1119,6 +1119,20 @@ SPLIT_SHORT_BLOCK_BYTES = 64
 #: ran 2.72x faster by geometric mean (0.83-15.2x; a uint8 reversal of
 #: 11 x 96 x 55994 from 0.55 GB/s), a fresh 12 1.50x (0.83-5.22x).
 SPLIT_INNER_J = True
+#: Where no dimension above stops a group, one that K took only a small
+#: divisor of is cut the same way (SPLIT_PIECES): a 2 x 37078 x 226
+#: float16 array turned over (37078 = 2 x 18539) gave K the first dimension
+#: and 2 of 37078, 4 values, too few for a block, and was a tile of 2-value
+#: rows at 0.18 of the memcpy limit; cut at 36864 = 72 x 512, its first part
+#: is a block of K = 2 x 512.  In one process on the same buffers,
+#: alternating (2 threads, 5 rounds, the old plan against itself as a
+#: control: 0.84-1.24x), 25 unnamed 3-D to 6-D permutations of 8-70 MB whose
+#: plans this changes ran 1.65x faster by geometric mean (0.84-4.19x), tuned
+#: on, and a fresh 23 1.81x (0.87-18.9x, 21 faster; a uint8 scatter of
+#: 10 x 88 x 3 x 12235 from 0.45 to 8.5 GB/s).  Tried before the rules
+#: above, it cut dimensions whose first part was no block, where those
+#: rules' cut gave one (0.07x and 0.31x).
+SPLIT_PIECES = True
 
 
 def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
@@ -1126,19 +1140,21 @@ def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
     or else its J group, short: the next one the group would take, which
     does not fit the room left and whose largest divisor that does is at
     most half of it; with the length of its first part, the most whole
-    multiples of that room (see SPLIT_FOR_BLOCKS).  None if there is none."""
+    multiples of that room (see SPLIT_FOR_BLOCKS); else a dimension K took
+    only a small divisor of (SPLIT_PIECES).  None if there is
+    none."""
     dims = list(merged)
     inner = dims.pop()
     if inner[2] != width or inner[1] == width:
         return None
     rest = list(dims)
-    _, ktot = take_group(rest, 1, width, BLOCK_GROUP_FIRST, None)
-    sides = [(1, ktot, BLOCK_GROUP_FIRST)]
+    kgroup, ktot = take_group(rest, 1, width, BLOCK_GROUP_FIRST, None)
+    sides = [(1, ktot, BLOCK_GROUP_FIRST, kgroup)]
     if ktot >= 4:
         limit = min(BLOCK_GROUP_FIRST, block_elems(width) // ktot)
-        _, jtot = take_group(rest, 2, width, limit, inner)
-        sides.append((2, jtot, limit))
-    for side, tot, limit in sides:
+        jgroup, jtot = take_group(rest, 2, width, limit, inner)
+        sides.append((2, jtot, limit, jgroup))
+    for side, tot, limit, _ in sides:
         room = limit // tot
         for t in rest:
             n = t[0]
@@ -1154,10 +1170,18 @@ def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
     if SPLIT_INNER_J and ktot >= 8 and len(sides) == 2:
         # J's own first dimension (the destination's fastest) does not fit
         # and has no divisor that does: cut it
-        _, jtot, limit = sides[1]
+        _, jtot, limit, _ = sides[1]
         n = inner[0]
         if n > limit >= SPLIT_MIN_ROOM and 2 * jtot <= limit:
             return len(merged) - 1, n - n % limit
+    if SPLIT_PIECES and kgroup and kgroup[-1] not in merged:
+        # K took a small divisor of a dimension (its last entry a piece of
+        # one of merged): cut that one at the most multiples of its room
+        c, a, b = kgroup[-1]
+        whole = next((t for t in merged if t[1:] == (a, b) and t[0] > c and t[0] % c == 0), None)
+        room = BLOCK_GROUP_FIRST // (ktot // c)
+        if whole is not None and room >= SPLIT_MIN_ROOM and 2 * c <= room:
+            return merged.index(whole), whole[0] - whole[0] % room
     return None
 
 

@@ -4643,6 +4643,27 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("float16", (2, 2062, 30), (2, 1, 0), "gather"),       # 2062 = 2 x 1031: K of 2 x 2, a tile before
+    ("float64", (2, 1546, 12), (2, 1, 0), "gather"),       # 1546 = 2 x 773: a block of K = 4 before
+    ("int16", (5, 9, 2062, 3), (3, 2, 1, 0), "scatter"),   # element by element before
+    ("uint32", (3, 2062, 5), (2, 1, 0), "scatter"),
+])
+def test_copies_cut_along_a_dimension_k_took_a_small_divisor_of(dtype, sizes, order, op, threads,
+                                                                  cut_small_copies):
+    # A dimension K took only a small divisor of (2 of 2062) is cut at the
+    # most multiples of K's room (SPLIT_PIECES): the first part a block
+    # with a K of about 1024 values, the rest copied after it.  Against numpy.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_PIECES", False)
+        uncut, _ = _copy_plan(dtype, sizes, order, op)
+    assert uncut.rest is None
+    assert uncut.main.mode != "block" or uncut.main.block.k_elems < 8
+    plan, _ = _copy_plan(dtype, sizes, order, op)
+    assert plan.main.mode == "block" and max(plan.main.block.k_elems, plan.main.block.j_elems) >= 1000
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint8", (2, 163, 14, 21, 5, 15), (5, 4, 0, 2, 1, 3), "gather"),   # K of 21 -> 1008 and 399
     ("int16", (4, 26, 557, 5, 3), (3, 2, 0, 4, 1), "scatter"),          # K of 15 -> 1020 and 195
     ("float16", (20, 8, 11, 127, 10), (3, 0, 4, 2, 1), "scatter"),      # K of 10 -> 1020 and 250

@@ -786,6 +786,20 @@ def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     assert _planner.group_stop(merged, 1) is None
 
 
+def test_group_stop_cuts_a_dimension_k_took_a_small_divisor_of(monkeypatch):
+    # A float16 array of 2 x 37078 x 226 turned over: K takes the 2 values
+    # of source stride 2 and 2 of the 37078 (2 x 18539), 4 values in all;
+    # 37078 is cut at 72 x 512 (K's room past the first dimension).
+    merged = [(2, 2, 16759256), (37078, 4, 452), (226, 148312, 2)]
+    assert _planner.group_stop(merged, 2) == (1, 36864)
+    monkeypatch.setattr(_planner, "SPLIT_PIECES", False)
+    assert _planner.group_stop(merged, 2) is None
+    monkeypatch.undo()
+    merged[1] = (37080, 4, 452)   # 360 of 37080 fits, more than half of 512
+    stop = _planner.group_stop(merged, 2)
+    assert stop is None or stop[0] != 1   # (J's own dimension may still be cut)
+
+
 @pytest.mark.parametrize("rows,cols,bits", [(2048, 2048, 16), (4096, 2048, 8), (1024, 4096, 8), (3000, 2048, 8),
                                             (2560, 2048, 16), (5000, 1024, 16)])
 def test_tall_tiles_take_long_segments(rows, cols, bits, monkeypatch):
