@@ -255,6 +255,19 @@ BLOCK_L2_IN_PLACE = True
 #: tiles four lines tall first measured 0.66-1.11x (0.90x) of one line on
 #: 27 of 2.8-9.6 MB, where the destination stays in cache.
 BLOCK_TALL_TILE_MAX_TOTAL = 10 << 20
+#: ... and only blocks of values of at least BLOCK_TALL_TILE_MIN_WIDTH bytes
+#: whose J is at most BLOCK_TALL_TILE_MAX_J_BYTES (within a line).  Here
+#: (an Intel machine of 2 MiB L2 a core) tiles four lines tall lost where
+#: they had been chosen: in one process on the same buffers, alternating (2
+#: threads, 5 rounds, the old plan against itself as a control), 24 unnamed
+#: 3-D to 6-D permutations of 2-10 MB ran 1.30x faster one line tall
+#: (0.89-2.20x; a uint8 scatter of 59 x 55 x 20 x 69 x 2, rows of 59 bytes
+#: whose first K dimension has 2 values, from 0.18 of the memcpy limit to
+#: 2.2x that), a second 32 of 0.35-10 MB 1.13x, its losers values of four
+#: and eight bytes with J of 32-96 bytes (0.63-0.90x), hence these bounds;
+#: with them, a fresh 28 of 1-10 MB ran 1.20x faster (0.85-1.96x).
+BLOCK_TALL_TILE_MIN_WIDTH = 4
+BLOCK_TALL_TILE_MAX_J_BYTES = 64
 
 
 #: Transposes (tile and block plans) stream from this many eighths of
@@ -1021,7 +1034,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     # tiles of 4 source lines by 16 j read each source row in longer bursts,
     # in copies under BLOCK_TALL_TILE_MAX_TOTAL bytes.  Otherwise every k row
     # is its own write stream: keep tiles one line tall.
-    lines = 4 if kgroup[0][2] == jtot * width and jtot <= 64 and dst_bytes < BLOCK_TALL_TILE_MAX_TOTAL else 1
+    lines = 4 if (kgroup[0][2] == jtot * width and jtot <= 64 and dst_bytes < BLOCK_TALL_TILE_MAX_TOTAL
+                  and width >= BLOCK_TALL_TILE_MIN_WIDTH and jtot * width <= BLOCK_TALL_TILE_MAX_J_BYTES) else 1
     # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
     # tile's rows would put more than 8 lines in one set.  Wider elements
     # write 4 or 2 destination rows per micro-block, which the store path

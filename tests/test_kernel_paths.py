@@ -2172,7 +2172,8 @@ def _row_runs(kgroup, run):
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op,runs", WHOLE_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
-def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order, op, runs, level, threads):
+def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order, op, runs, level, threads,
+                                                            tall_tiles_any_width):
     # With streaming from 0 bytes.
     def check_plan(plan):
         width = plan.width
@@ -2510,7 +2511,7 @@ NEXT_BLOCKS = [
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op", NEXT_BLOCKS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in NEXT_BLOCKS])
 def test_blocks_in_place_ask_for_the_next_blocks_first_tiles(dtype, sizes, order, op, level, threads,
-                                                            blocks_ask_ahead):
+                                                            blocks_ask_ahead, tall_tiles_any_width):
     def check_plan(plan):
         assert plan.mode == "block" and plan.block.next and plan.segments == 1 and plan.tasks > 1
         assert not plan.block.whole and plan.l2 == 0 and not plan.stream
@@ -4023,10 +4024,12 @@ def test_streaming_block_cases_reach_l2_chunks(streaming):
 
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, no_whole_blocks, threads):
+def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, no_whole_blocks, threads, monkeypatch):
     # A fresh output takes ordinary stores, a reused one streaming stores;
     # the block goes through both L2 buffers either way (kept from streaming
-    # whole, which would take it).
+    # whole, which would take it, and from streaming in place:
+    # BLOCK_L2_IN_PLACE off).
+    monkeypatch.setattr(_planner, "BLOCK_L2_IN_PLACE", False)
     sizes = (2, 2, 16, 8, 2, 16, 8, 8)
     desc, strides = _block_desc(dtype, sizes, (3, 0, 6, 1, 7, 4, 2, 5))
     packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
@@ -4570,6 +4573,15 @@ def test_runs_of_tiles_of_1_to_4_kib_joined(dtype, sizes, layout, op, level, thr
     assert plan["outer"][-1][2] == jn * w and plan["outer"][-1][0] >= 4
     with _isa_level(level):
         _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
+@pytest.fixture
+def tall_tiles_any_width(monkeypatch):
+    # Blocks whose k rows are adjacent in the destination take tiles four
+    # source lines tall at any width and J (under BLOCK_TALL_TILE_MAX_TOTAL),
+    # as the engine takes them; by default only wider values within a line.
+    monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MIN_WIDTH", 1)
+    yield from _planner_setting(monkeypatch, "BLOCK_TALL_TILE_MAX_J_BYTES", 512)
 
 
 @pytest.fixture

@@ -873,19 +873,19 @@ def test_blocks_whose_source_rows_alone_are_long_are_transposed_in_place(monkeyp
 
 @pytest.mark.parametrize("h", [8, 14, 28])
 def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
-    # An int16 block whose k rows are adjacent in the destination (J = 25
-    # values, 50 bytes, and the first K dimension's stride is those 50 bytes):
+    # A float32 block whose k rows are adjacent in the destination (J = 13
+    # values, 52 bytes, and the first K dimension's stride is those 52 bytes):
     # tiles four source lines tall below BLOCK_TALL_TILE_MAX_TOTAL bytes, one
     # line tall from it, the bound counted in bytes copied.
-    sizes = [24, 32, h, 16, 25]
-    desc = ds.BufferTensorDesc.from_layout("int16", sizes, [4, 2, 0, 1, 3])
-    packed = list(ds.BufferTensorDesc("int16", sizes).effective_strides)
-    total = math.prod(sizes) * 2
+    sizes = [24, 32, h, 16, 13]
+    desc = ds.BufferTensorDesc.from_layout("float32", sizes, [4, 2, 0, 1, 3])
+    packed = list(ds.BufferTensorDesc("float32", sizes).effective_strides)
+    total = math.prod(sizes) * 4
 
     def lines():
-        info = _planner.describe(_planner.plan_copy(sizes, list(desc.effective_strides), packed, 16))
+        info = _planner.describe(_planner.plan_copy(sizes, list(desc.effective_strides), packed, 32))
         assert info["mode"] == "block" and info["l2"] == "none"
-        assert info["block"]["j"] == [(25, desc.effective_strides[4] * 2)]
+        assert info["block"]["j"] == [(13, desc.effective_strides[4] * 4)]
         return info["block"]["lines"]
 
     assert lines() == (4 if total < _planner.BLOCK_TALL_TILE_MAX_TOTAL else 1)
@@ -893,6 +893,33 @@ def test_four_line_block_tiles_only_below_their_bound(monkeypatch, h):
     assert lines() == 1
     monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MAX_TOTAL", total + 1)
     assert lines() == 4
+
+
+@pytest.mark.parametrize("dtype,j,lines", [
+    ("float32", 13, 4), ("float64", 8, 4),     # J within a line
+    ("float32", 17, 1), ("float64", 9, 1),     # J past a line
+    ("int16", 25, 1), ("uint8", 60, 1),        # one- and two-byte values
+])
+def test_four_line_block_tiles_only_for_wider_values_within_a_line(monkeypatch, dtype, j, lines):
+    # Blocks whose k rows are adjacent in the destination take tiles four
+    # source lines tall only for values of BLOCK_TALL_TILE_MIN_WIDTH bytes
+    # or more whose J is at most BLOCK_TALL_TILE_MAX_J_BYTES; with both
+    # bounds opened, every one of these does.
+    sizes = [24, 32, 8, 16, j]
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, [4, 2, 0, 1, 3])
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    assert math.prod(sizes) * desc.element_bits // 8 < _planner.BLOCK_TALL_TILE_MAX_TOTAL
+
+    def plan():
+        info = _planner.describe(_planner.plan_copy(sizes, list(desc.effective_strides), packed,
+                                                    desc.element_bits))
+        assert info["mode"] == "block" and info["inner"][0] == j
+        return info["block"]["lines"]
+
+    assert plan() == lines
+    monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MIN_WIDTH", 1)
+    monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MAX_J_BYTES", 512)
+    assert plan() == 4
 
 
 @pytest.mark.parametrize("rows,cols,bits,streams", [
