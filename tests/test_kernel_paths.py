@@ -2173,7 +2173,7 @@ def _row_runs(kgroup, run):
 @pytest.mark.parametrize("dtype,sizes,order,op,runs", WHOLE_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
 def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order, op, runs, level, threads,
-                                                            tall_tiles_any_width):
+                                                            tall_tiles_any_width, small_whole_blocks):
     # With streaming from 0 bytes.
     def check_plan(plan):
         width = plan.width
@@ -2193,7 +2193,8 @@ SMALL_WHOLE_BLOCKS = [WHOLE_BLOCKS[i] for i in (1, 2, 3, 7, 10, 11, 12, 13, 14, 
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op,runs", SMALL_WHOLE_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in SMALL_WHOLE_BLOCKS])
-def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, level, threads, monkeypatch):
+def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, level, threads, monkeypatch,
+                                             small_whole_blocks):
     # Whole blocks from BLOCK_NEXT_MIN_TOTAL bytes (here 0) are told the next
     # block's source, whose lines those of 4-64 KiB ask for while their
     # runs go out: the copies are the same, block by block.
@@ -2206,7 +2207,7 @@ def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, leve
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
-def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch):
+def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch, small_whole_blocks):
     dtype, sizes, order, op, _ = WHOLE_BLOCKS[0]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
     with _stream_threshold(0):
@@ -2230,7 +2231,7 @@ def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
         assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
 
 
-def test_whole_blocks_write_their_rows_bytes_only(monkeypatch, threads):
+def test_whole_blocks_write_their_rows_bytes_only(monkeypatch, threads, small_whole_blocks):
     # A block whose rows make runs of 960 bytes (20 rows of 48 bytes) 15360
     # bytes apart, under the bound, taken whole with the bound at 1 byte: the
     # runs go out one by one, so the gaps between them (the other blocks'
@@ -2264,7 +2265,8 @@ MANY_RUN_BLOCKS = [
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op,runs,row", MANY_RUN_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in MANY_RUN_BLOCKS])
-def test_blocks_of_many_long_rows_stream_them_whole(dtype, sizes, order, op, runs, row, level, threads):
+def test_blocks_of_many_long_rows_stream_them_whole(dtype, sizes, order, op, runs, row, level, threads,
+                                                    small_whole_blocks):
     # With streaming from 0 bytes.
     def check_plan(plan):
         assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
@@ -4582,6 +4584,14 @@ def tall_tiles_any_width(monkeypatch):
     # as the engine takes them; by default only wider values within a line.
     monkeypatch.setattr(_planner, "BLOCK_TALL_TILE_MIN_WIDTH", 1)
     yield from _planner_setting(monkeypatch, "BLOCK_TALL_TILE_MAX_J_BYTES", 512)
+
+
+@pytest.fixture
+def small_whole_blocks(monkeypatch):
+    # Blocks of any size streamed whole where they qualify: by default those
+    # of values up to BLOCK_WHOLE_SMALL_MAX_WIDTH bytes only from
+    # BLOCK_WHOLE_MIN_BLOCK_BYTES, more than these small copies' blocks hold.
+    yield from _planner_setting(monkeypatch, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
 
 
 @pytest.fixture

@@ -786,6 +786,27 @@ def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     assert _planner.group_stop(merged, 1) is None
 
 
+@pytest.mark.parametrize("op,dtype,sizes,order,whole", [
+    # blocks of 12, 15 and 27 KiB of two-, one- and four-byte values: in place
+    ("scatter", "int16", (261, 1572, 3, 2, 4), (4, 0, 3, 1, 2), False),
+    ("gather", "uint8", (37, 17, 14, 265, 7, 3), (1, 5, 0, 4, 2, 3), False),
+    ("scatter", "uint32", (11, 12, 7, 33, 6, 22), (3, 0, 2, 4, 5, 1), False),
+    # a block of 10 KiB of eight-byte values: whole
+    ("gather", "float64", (38, 94, 9, 5, 2, 15), (0, 1, 4, 3, 5, 2), True),
+])
+def test_small_blocks_of_narrower_values_stay_in_place(monkeypatch, op, dtype, sizes, order, whole):
+    # Blocks of values of up to BLOCK_WHOLE_SMALL_MAX_WIDTH bytes are streamed
+    # whole only from BLOCK_WHOLE_MIN_BLOCK_BYTES; with no such bound, each of
+    # these (copies of 12-58 MB whose blocks' rows make runs of 1-16 KiB) is.
+    plan = _permuted_plan(op, dtype, sizes, order)
+    assert plan.mode == "block" and plan.block.whole == whole
+    assert plan.block.j_elems * plan.block.k_elems * plan.width < _planner.BLOCK_WHOLE_MIN_BLOCK_BYTES
+    assert (plan.width <= _planner.BLOCK_WHOLE_SMALL_MAX_WIDTH) != whole
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
+    plan = _permuted_plan(op, dtype, sizes, order)
+    assert plan.mode == "block" and plan.block.whole
+
+
 def test_group_stop_cuts_a_dimension_k_took_a_small_divisor_of(monkeypatch):
     # A float16 array of 2 x 37078 x 226 turned over: K takes the 2 values
     # of source stride 2 and 2 of the 37078 (2 x 18539), 4 values in all;
