@@ -1170,20 +1170,19 @@ def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
     does not fit the room left and whose largest divisor that does is at
     most half of it; with the length of its first part, the most whole
     multiples of that room (see SPLIT_FOR_BLOCKS); else a dimension K took
-    only a small divisor of (SPLIT_PIECES).  None if there is
-    none."""
+    only a small divisor of (SPLIT_PIECES).  None if there is none."""
     dims = list(merged)
     inner = dims.pop()
     if inner[2] != width or inner[1] == width:
         return None
     rest = list(dims)
     kgroup, ktot = take_group(rest, 1, width, BLOCK_GROUP_FIRST, None)
-    sides = [(1, ktot, BLOCK_GROUP_FIRST, kgroup)]
+    sides = [(1, ktot, BLOCK_GROUP_FIRST)]
     if ktot >= 4:
         limit = min(BLOCK_GROUP_FIRST, block_elems(width) // ktot)
-        jgroup, jtot = take_group(rest, 2, width, limit, inner)
-        sides.append((2, jtot, limit, jgroup))
-    for side, tot, limit, _ in sides:
+        _, jtot = take_group(rest, 2, width, limit, inner)
+        sides.append((2, jtot, limit))
+    for side, tot, limit in sides:
         room = limit // tot
         for t in rest:
             n = t[0]
@@ -1199,7 +1198,7 @@ def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
     if SPLIT_INNER_J and ktot >= 8 and len(sides) == 2:
         # J's own first dimension (the destination's fastest) does not fit
         # and has no divisor that does: cut it
-        _, jtot, limit, _ = sides[1]
+        _, jtot, limit = sides[1]
         n = inner[0]
         if n > limit >= SPLIT_MIN_ROOM and 2 * jtot <= limit:
             return len(merged) - 1, n - n % limit
