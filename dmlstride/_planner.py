@@ -801,9 +801,9 @@ WHOLE_BLOCKS = True
 #: threads, 5 rounds, the old plan against itself as a control): 28 unnamed
 #: 3-D to 6-D permutations of 17-67 MB with whole blocks ran 1.06x faster
 #: in place, those of under 32 KiB every one (1.07-1.53x, 7); a second 24
-#: whose plans a 32 KiB bound changes 1.09x, every one of one to four bytes
-#: faster or even but eight-byte ones 0.55x and 0.80x, hence the width; with
-#: both bounds, a fresh 24 of 8-70 MB 1.32x (0.95-1.70x, 22 faster).
+#: whose plans a 32 KiB bound changes 1.09x, its slowest the eight-byte ones
+#: (0.55x and 0.80x; one- to four-byte ones 0.84-1.72x), hence the width; with
+#: both bounds, a fresh 24 of 8-70 MB 1.32x (0.95-1.69x, 21 faster, one even).
 BLOCK_WHOLE_MIN_BLOCK_BYTES = 32 << 10
 BLOCK_WHOLE_SMALL_MAX_WIDTH = 4
 #: A block whose rows all start on one line offset (which could stream one
@@ -1157,7 +1157,7 @@ SPLIT_INNER_J = True
 #: alternating (2 threads, 5 rounds, the old plan against itself as a
 #: control: 0.84-1.24x), 25 unnamed 3-D to 6-D permutations of 8-70 MB whose
 #: plans this changes ran 1.65x faster by geometric mean (0.84-4.19x), tuned
-#: on, and a fresh 23 1.81x (0.87-18.9x, 21 faster; a uint8 scatter of
+#: on, and a fresh 23 1.81x (0.87-18.9x, 19 faster, 2 even; a uint8 scatter of
 #: 10 x 88 x 3 x 12235 from 0.45 to 8.5 GB/s).  Tried before the rules
 #: above, it cut dimensions whose first part was no block, where those
 #: rules' cut gave one (0.07x and 0.31x).
