@@ -261,10 +261,11 @@ BLOCK_TALL_TILE_MAX_TOTAL = 10 << 20
 #: they had been chosen: in one process on the same buffers, alternating (2
 #: threads, 5 rounds, the old plan against itself as a control), 24 unnamed
 #: 3-D to 6-D permutations of 2-10 MB ran 1.30x faster one line tall
-#: (0.89-2.20x; a uint8 scatter of 59 x 55 x 20 x 69 x 2, rows of 59 bytes
-#: whose first K dimension has 2 values, from 0.18 of the memcpy limit to
-#: 2.2x that), a second 32 of 0.35-10 MB 1.13x, its losers values of four
-#: and eight bytes with J of 32-96 bytes (0.63-0.90x), hence these bounds;
+#: (0.89-2.16x; apart, a uint8 scatter of 59 x 55 x 20 x 69 x 2, rows of
+#: 59 bytes whose first K dimension has 2 values, from 0.18 of the memcpy
+#: limit to 2.2x that), a second 32 of 0.35-10 MB 1.13x, its slowest four-
+#: and eight-byte values with J of 32-96 bytes (0.63-0.90x; one uint8 0.85x,
+#: an eight-byte J of 512 bytes 0.87x), hence these bounds;
 #: with them, a fresh 28 of 1-10 MB ran 1.20x faster (0.85-1.96x).
 BLOCK_TALL_TILE_MIN_WIDTH = 4
 BLOCK_TALL_TILE_MAX_J_BYTES = 64
