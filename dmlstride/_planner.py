@@ -859,14 +859,14 @@ def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: 
     in the destination (a run of several rows) gained most, 1.03-1.95x:
     the L2 path writes them row by row, each row's end lines in part.
     """
-    if not WHOLE_BLOCKS or dst_bytes < transpose_stream_min() or jtot * ktot * width > BLOCK_L2_BYTES:
+    block = jtot * ktot * width
+    if not WHOLE_BLOCKS or dst_bytes < transpose_stream_min() or block > BLOCK_L2_BYTES:
         return False
-    if width <= BLOCK_WHOLE_SMALL_MAX_WIDTH and jtot * ktot * width < BLOCK_WHOLE_MIN_BLOCK_BYTES:
+    if width <= BLOCK_WHOLE_SMALL_MAX_WIDTH and block < BLOCK_WHOLE_MIN_BLOCK_BYTES:
         return False
     run = whole_run_bytes(kgroup, jtot * width)
     return run >= BLOCK_WHOLE_MIN_BYTES or (
-        width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES
-        and jtot * ktot * width // run >= BLOCK_WHOLE_MIN_RUNS)
+        width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES and block // run >= BLOCK_WHOLE_MIN_RUNS)
 
 
 def whole_run_bytes(kgroup: list[Dim], run: int) -> int:
