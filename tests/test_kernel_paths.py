@@ -5005,3 +5005,64 @@ def test_streamed_blocks_with_rows_of_k_past_the_last_micro_block(dtype, sizes, 
             assert plan.block.k_elems % n != 0 and plan.block.k_elems > n
 
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+# Tiles contiguous on both sides (a permutation that swaps the last two
+# dimensions of a batch; execute.c, packed_tiles): transposed into a buffer
+# in register blocks, the last block of each side moved back to end there,
+# a side of fewer values than a micro-block padded (copied first, its
+# values past the side written into the rows after), and runs of tiles
+# whose destinations lie back to back written out as one.  Each kind of
+# block by shape: padded, whole micro-blocks, pairs side by side in j (1-
+# and 2-byte values), blocks 32 bytes wide; the gather's tiles lie 5 values
+# apart in the source and back to back in the destination (runs cut at the
+# buffer's size, at a task chunk's end and where the outer dimensions
+# carry), the scatter's the other way round (one tile a run).
+PACKED_TILE_SIDES = [(5, 40), (7, 9), (9, 7), (2, 11), (11, 2), (9, 11), (13, 21), (17, 20), (17, 45),
+                     (37, 19), (19, 11), (5, 7), (40, 3), (3, 40), (66, 24), (24, 66)]
+
+
+def _packed_tile_kind(w, kn, jn):
+    """The blocks a packed tile of kn x jn w-byte values takes, by shape
+    (None where the executor leaves it to other paths)."""
+    n, kb = 16 // w, 32 // w
+    jb = n if w <= 2 else kb
+    min_row = 5 if w == 1 else 8
+    if (kn * w < min_row or jn * w < min_row or kn * jn * w > 4096 or (w == 2 and kn == 4 and jn >= 8)
+            or max(kn, n) * jn * w + 16 > 16384 or max(jn, n) * kn * w + 16 > 16384):
+        return None
+    if kn < n or jn < n:
+        return "padded"
+    if kn >= kb and jn >= jb:
+        return "blocks"
+    if w <= 2 and jn >= kb:
+        return "jpairs"
+    return "micro"
+
+
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+def test_runs_of_packed_tiles(dtype, level, stream, threads):
+    w = np.dtype(dtype).itemsize
+    kinds = set()
+    with _stream_threshold(0 if stream else 1 << 60):
+        for kn, jn in PACKED_TILE_SIDES:
+            for groups in (4, 150):
+                rng = np.random.default_rng(kn * 1000 + jn * 10 + groups)
+                outer = 3 if groups < 150 else (1 << 17) // (kn * groups * jn * w) + 1
+                sg = kn * jn + 5                              # tiles apart in the source, values
+                desc = ds.BufferTensorDesc(dtype, [outer, groups, kn, jn], [groups * sg + 7, sg, 1, kn])
+                plan = transfer._plan(desc, "gather").describe()
+                kind = _packed_tile_kind(w, kn, jn)
+                if (plan["mode"] == "tile" and plan["tile"] == (kn, w, jn * w) and plan["inner"] == (jn, kn * w, w)
+                        and plan["l2"] == "none" and plan["tile_pieces"] is None and plan["segment"] == jn
+                        and plan["outer"][-1] == (groups, sg * w, kn * jn * w) and plan["stream"] == stream):
+                    kinds.add(kind)
+                with _isa_level(level):
+                    _check_gather_out(desc, rng)
+                    _check_gather_and_scatter(desc, rng)
+    expect = {"padded", "blocks", "micro"} | ({"jpairs"} if w <= 2 else set())
+    if w == 8:
+        expect.discard("padded")   # every side has at least 2 values
+    assert expect <= kinds

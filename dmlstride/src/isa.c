@@ -53,6 +53,10 @@ static int64_t deint_k_none(const char *s, int64_t sj, char *d, int64_t dk, int 
     (void)s; (void)sj; (void)d; (void)dk; (void)K; (void)n;
     return 0;
 }
+static int packed_none(int W, const char *a, char *b, int64_t kn, int64_t jn) {
+    (void)W; (void)a; (void)b; (void)kn; (void)jn;
+    return 0;
+}
 static int64_t pairs_in_order_none(const char *const *sr, char *const *dr, int64_t nk) {
     (void)sr; (void)dr; (void)nk;
     return 0;
@@ -117,6 +121,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->pairs_in_order = pairs_in_order_none;
     t->fill_rows = fill_rows_none;
     t->deint_k_32 = deint_k_none;
+    t->packed = packed_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
@@ -124,7 +129,8 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,
                        stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
-                       int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none, deint_k_none};
+                       int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none, deint_k_none,
+                       packed_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

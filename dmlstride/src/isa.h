@@ -174,6 +174,12 @@ typedef struct {
        of 8 pixels): each pixel read as 8 values, transposed 8 x 8, the
        first K rows stored. */
     int64_t (*deint_k_32)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
+    /* A kn x jn tile contiguous on both sides (dmls_packed_tiles): source
+       rows of kn values back to back at a, destination rows of jn values
+       back to back at b, in blocks 32 bytes wide, the last one on each side
+       moved back to end there.  Returns 0, having done nothing, where a side
+       is shorter than a block (or without a variant). */
+    int (*packed)(int W, const char *a, char *b, int64_t kn, int64_t jn);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;

@@ -11,6 +11,9 @@
 #include "tile-tiny.h"
 
 #include "copy-short.h"
+#include "prefetch.h"
+
+#include <string.h>
 #if DMLSTRIDE_HAVE_SIMD
 #include "micro-sse2.h"
 #endif
@@ -88,7 +91,76 @@ static void tiny2_k4(const char *s, int64_t iss, char *d, int64_t kds, int64_t j
         if (j >= jn) return;
     }
 }
+
+/* Tiles contiguous on both sides (dmls_packed_tiles): micro-blocks read
+   the tile's rows in place, kn * W bytes apart, and write the destination
+   rows jn * W bytes apart into the run's buffer.  Where a side has at
+   least N values its last micro-block is moved back to end at the side's
+   end (its values written twice, with the same values); a side of fewer
+   values takes one padded micro-block, whose values past the side land
+   in the rows after (written later, in order: bands of k in turn, each
+   micro-block's rows in order) or past the tile's end. */
+#define DMLS_PACKED_TILE(NAME, W, MICRO)                                            \
+static void NAME(const char *a, char *b, int64_t kn, int64_t jn) {                  \
+    const int64_t N = 16 / (W), ap = kn * (W), bp = jn * (W);                       \
+    int64_t k = 0, j, kb, jb;                                                       \
+    for (;;) {                                                                      \
+        kb = k + N <= kn || kn < N ? k : kn - N;                                    \
+        for (j = 0;;) {                                                             \
+            jb = j + N <= jn || jn < N ? j : jn - N;                                \
+            MICRO(a + jb * ap + kb * (W), ap, b + kb * bp + jb * (W), bp);          \
+            j += N;                                                                 \
+            if (j >= jn) break;                                                     \
+        }                                                                           \
+        k += N;                                                                     \
+        if (k >= kn) break;                                                         \
+    }                                                                               \
+}
+DMLS_PACKED_TILE(packed1, 1, dmls_micro1)
+DMLS_PACKED_TILE(packed2, 2, dmls_micro2)
+DMLS_PACKED_TILE(packed4, 4, dmls_micro4)
+DMLS_PACKED_TILE(packed8, 8, dmls_micro8)
+#undef DMLS_PACKED_TILE
 #endif
+
+void dmls_packed_tiles(int w, const char *s, int64_t sstep, char *d, int64_t kn, int64_t jn, int64_t m,
+                       int stream, const char *next, int64_t nm, char *a, char *b) {
+#if DMLSTRIDE_HAVE_SIMD
+    const int64_t n = 16 / w, tb = kn * jn * w;
+    const int copy_in = kn < n || jn < n;
+    int64_t g;
+    if (!stream && !copy_in && dmls_isa.packed(w, s, d, kn, jn)) {
+        /* Blocks that stay within the tile: straight into the destination. */
+        for (g = 0; g < m; g++) {
+            if (g < nm) dmls_prefetch_l1_lines(next + g * sstep, tb);
+            if (g > 0) dmls_isa.packed(w, s + g * sstep, d + g * tb, kn, jn);
+        }
+        return;
+    }
+    for (g = 0; g < m; g++) {
+        const char *t = s + g * sstep;
+        if (g < nm) dmls_prefetch_l1_lines(next + g * sstep, tb);
+        if (copy_in) {
+            memcpy(a, t, (size_t)tb);
+            t = a;
+        }
+        if (dmls_isa.packed(w, t, b + g * tb, kn, jn)) continue;
+        switch (w) {
+        case 1: packed1(t, b + g * tb, kn, jn); break;
+        case 2: packed2(t, b + g * tb, kn, jn); break;
+        case 4: packed4(t, b + g * tb, kn, jn); break;
+        default: packed8(t, b + g * tb, kn, jn); break;
+        }
+    }
+    if (stream)
+        dmls_isa.stream_copy(d, b, m * tb);
+    else
+        memcpy(d, b, (size_t)(m * tb));
+#else
+    (void)w; (void)s; (void)sstep; (void)d; (void)kn; (void)jn; (void)m; (void)stream; (void)next; (void)nm;
+    (void)a; (void)b;
+#endif
+}
 
 void dmls_tiny_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {
 #if DMLSTRIDE_HAVE_SIMD

@@ -3,7 +3,9 @@
    task in tens of thousands of tasks) moves each tile as whole rows into a
    padded stage, transposes the stage in register micro-blocks, and moves
    the stage's rows out whole.  Tiles of four two-byte values a source row
-   take a word kernel of their own, without the stages. */
+   take a word kernel of their own, without the stages.  Tiles contiguous
+   on both sides (dmls_packed_tiles) go in register blocks, a run of them
+   through one buffer. */
 #ifndef DMLS_TILE_TINY_H
 #define DMLS_TILE_TINY_H
 
@@ -37,5 +39,29 @@ static inline int dmls_tiny_words4(int64_t w, int64_t kn, int64_t jn) {
    k < kn of jn values.  stage: DMLS_TINY_STAGE bytes, which it does not
    need initialised (the padding it transposes is never copied out). */
 void dmls_tiny_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage);
+
+/* Whether m kn x jn tiles of w-byte values, each contiguous on both sides
+   (source rows of kn values back to back, destination rows of jn), take
+   dmls_packed_tiles: its buffers' bounds (a, the tile with the rows a
+   padded micro-block reads past it; b, the run with the rows written past
+   its last tile). */
+#define DMLS_PACKED_BYTES 16384
+static inline int dmls_packed_fits(int64_t w, int64_t kn, int64_t jn) {
+    const int64_t n = 16 / (w > 0 ? w : 1);
+    return DMLSTRIDE_HAVE_SIMD && dmls_isa.level >= DMLS_ISA_SSE2 && (w == 1 || w == 2 || w == 4 || w == 8) &&
+           kn >= 1 && jn >= 1 && kn <= DMLS_PACKED_BYTES && jn <= DMLS_PACKED_BYTES &&
+           (kn > n ? kn : n) * jn * w + 16 <= DMLS_PACKED_BYTES && (jn > n ? jn : n) * kn * w + 16 <= DMLS_PACKED_BYTES;
+}
+
+/* m tiles (dmls_packed_fits), tile g's source at s + g * sstep (its jn
+   rows of kn values back to back), its destination at d + g * kn * jn * w
+   (kn rows of jn values back to back, the tiles back to back): transposed
+   into b, which then goes to d as one run, with streaming stores where
+   stream is set (where it is not, tiles whose blocks stay within them
+   (dmls_isa.packed) go straight to d).  While tile g goes, the lines of next + g * sstep (g <
+   nm: the next run's) are asked for.  a: DMLS_PACKED_BYTES; b: m tiles and
+   DMLS_PACKED_BYTES more. */
+void dmls_packed_tiles(int w, const char *s, int64_t sstep, char *d, int64_t kn, int64_t jn, int64_t m,
+                       int stream, const char *next, int64_t nm, char *a, char *b);
 
 #endif

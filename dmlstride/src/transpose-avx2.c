@@ -81,6 +81,51 @@ static AVX2 int64_t tile_jpairs_avx2(int W, const char *s, int64_t sj, char *d, 
     return kw;
 }
 
+/* A packed tile (tile-tiny.c): KB x JB blocks as tile_wide's, over the
+   whole tile, the last block of each side moved back to end at kn and at
+   jn (their overlapping values written twice, with the same values):
+   reads and writes stay within the tile.  For 1- and 2-byte values with
+   fewer than 2N values of k, pairs side by side in j.  Through the SSE2
+   micro-blocks alone, 20 x 32 uint32 tiles in cache ran at 0.87x the
+   speed of the general tile path's AVX2 blocks on one thread, and an
+   unnamed uint32 gather of such tiles (2.5 KiB, 14 MB) 0.81x on two. */
+static AVX2 int packed_avx2(int W, const char *a, char *b, int64_t kn, int64_t jn) {
+    const int64_t KB = 32 / W, JB = W <= 2 ? 16 / W : 32 / W, sj = kn * W, dk = jn * W;
+    int64_t k, j;
+#define DMLS_MOVED_BLOCKS(BLOCK, W_, KB_, JB_) do {                           \
+        for (k = 0;; k += (KB_)) {                                            \
+            const int64_t kb = k + (KB_) <= kn ? k : kn - (KB_);              \
+            for (j = 0;; j += (JB_)) {                                        \
+                const int64_t jb = j + (JB_) <= jn ? j : jn - (JB_);          \
+                const char *sp = a + jb * sj + kb * (W_);                     \
+                char *dp = b + kb * dk + jb * (W_);                           \
+                int64_t sj_ = sj, dk_ = dk;                                   \
+                if ((W_) <= 2) __asm__("" : "+r"(sj_), "+r"(dk_));            \
+                BLOCK(SRC, DST);                                              \
+                if (j + (JB_) >= jn) break;                                   \
+            }                                                                 \
+            if (k + (KB_) >= kn) break;                                       \
+        }                                                                     \
+    } while (0)
+    if (kn >= KB && jn >= JB) {
+        switch (W) {
+        case 1: DMLS_MOVED_BLOCKS(DMLS_PAIR1, 1, 32, 16); break;
+        case 2: DMLS_MOVED_BLOCKS(DMLS_PAIR2, 2, 16, 8); break;
+        case 4: DMLS_MOVED_BLOCKS(DMLS_WIDE4, 4, 8, 8); break;
+        default: DMLS_MOVED_BLOCKS(DMLS_WIDE8, 8, 4, 4); break;
+        }
+    } else if (W <= 2 && kn >= JB && jn >= KB) {
+        if (W == 1)
+            DMLS_MOVED_BLOCKS(DMLS_JPAIR1, 1, 16, 32);
+        else
+            DMLS_MOVED_BLOCKS(DMLS_JPAIR2, 2, 8, 16);
+    } else {
+        return 0;
+    }
+#undef DMLS_MOVED_BLOCKS
+    return 1;
+}
+
 #undef SRC
 #undef DST
 
@@ -135,5 +180,6 @@ void dmls_transpose_avx2(dmls_isa_t *t) {
     t->tile_wide = tile_wide_avx2;
     t->tile_jpairs = tile_jpairs_avx2;
     t->deint_k_32 = deint_k_32_avx2;
+    t->packed = packed_avx2;
 }
 #endif

@@ -2,7 +2,7 @@
    plain reference loop on buffers full of random bytes: every element width,
    tile remainders, source and destination at odd offsets, every instruction
    set level the CPU has, the nibble paths, the blocked transpose, plain
-   plans through the executor, the scratch arena and the thread pool with 1,
+   plans (tiny and packed tiles among them) through the executor, the scratch arena and the thread pool with 1,
    2 and more threads.
 
    Built and run by tests/test_c_kernels.py (and by tests/asan.sh with
@@ -254,6 +254,54 @@ static void test_tiny_tiles(void) {
                   (long long)jn);
             bufs_free(&b);
         }
+}
+
+/* ---- runs of packed tiles through the task runner (tiles contiguous on
+   both sides, the destination's back to back): every kind of block by
+   shape, moved-back and padded edges, streamed and not, tasks run in two
+   ranges; buffers of exactly the tensor's bytes (a sanitizer build sees any
+   read or write past them) ---- */
+static void test_packed_tiles(void) {
+    static const int64_t shapes[][2] = {{5, 40}, {7, 9}, {2, 11}, {9, 11}, {13, 21}, {17, 20}, {17, 45},
+                                        {37, 19}, {19, 11}, {66, 24}, {24, 66}, {16, 8}, {8, 16}, {32, 16},
+                                        {5, 13}, {40, 3}};
+    const int64_t B = 37;
+    int wi, si, stream;
+    char *scratch = dmls_scratch();
+    for (stream = 0; stream <= 1; stream++)
+        for (wi = 0; wi < 4; wi++)
+            for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+                const int W = widths[wi];
+                const int64_t kn = shapes[si][0], jn = shapes[si][1], tb = kn * jn * W, bs = tb + 3 * W;
+                int64_t n[3] = {B, kn, jn}, ss[3] = {bs, W, kn * W}, ds[3] = {tb, jn * W, W};
+                dmls_plan p;
+                bufs b;
+                bufs_new(&b, (size_t)((B - 1) * bs + tb), (size_t)(B * tb));
+                memset(&p, 0, sizeof p);
+                p.mode = DMLS_MODE_TILE;
+                p.width = W;
+                p.stream = stream;
+                p.outer_ndim = 1;
+                p.outer_size[0] = B;
+                p.outer_src_stride[0] = bs;
+                p.outer_dst_stride[0] = tb;
+                p.tile_size = kn;
+                p.tile_src_stride = W;
+                p.tile_dst_stride = jn * W;
+                p.inner_size = jn;
+                p.inner_src_stride = kn * W;
+                p.inner_dst_stride = W;
+                p.segments = 1;
+                p.segment_len = jn;
+                p.tasks = B;
+                dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 0, 10, scratch);
+                dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 10, B, scratch);
+                if (stream) dmls_isa.store_fence();
+                ref_copy(3, n, ss, ds, W, (char *)b.src, (char *)b.want);
+                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "packed tiles W=%d k=%lld j=%lld stream %d", W,
+                      (long long)kn, (long long)jn, stream);
+                bufs_free(&b);
+            }
 }
 
 /* ---- element kernels: strided, fill, (de)interleave ---- */
@@ -663,6 +711,7 @@ int main(void) {
         test_block_chunks();
         test_block_large_groups();
         test_tiny_tiles();
+        test_packed_tiles();
         test_execute();
     }
     test_pool();
