@@ -5017,9 +5017,10 @@ def test_streamed_blocks_with_rows_of_k_past_the_last_micro_block(dtype, sizes, 
 # and 2-byte values), blocks 32 bytes wide; the gather's tiles lie 5 values
 # apart in the source and back to back in the destination (runs cut at the
 # buffer's size, at a task chunk's end and where the outer dimensions
-# carry), the scatter's the other way round (one tile a run).
+# carry), the scatter's the other way round (one tile a run); tiles of up
+# to 16 KiB, and larger ones, which other paths take.
 PACKED_TILE_SIDES = [(5, 40), (7, 9), (9, 7), (2, 11), (11, 2), (9, 11), (13, 21), (17, 20), (17, 45),
-                     (37, 19), (19, 11), (5, 7), (40, 3), (3, 40), (66, 24), (24, 66)]
+                     (37, 19), (19, 11), (5, 7), (40, 3), (3, 40), (66, 24), (24, 66), (100, 70), (6, 300)]
 
 
 def _packed_tile_kind(w, kn, jn):
@@ -5028,7 +5029,8 @@ def _packed_tile_kind(w, kn, jn):
     n, kb = 16 // w, 32 // w
     jb = n if w <= 2 else kb
     min_row = 5 if w == 1 else 8
-    if (kn * w < min_row or jn * w < min_row or kn * jn * w > 4096 or (w == 2 and kn == 4 and jn >= 8)
+    if (kn * w < min_row or jn * w < min_row or (w == 2 and kn == 4 and jn >= 8)
+            or (w == 4 and 5 <= kn <= 7 and kn * jn * w > 4096)
             or max(kn, n) * jn * w + 16 > 16384 or max(jn, n) * kn * w + 16 > 16384):
         return None
     if kn < n or jn < n:

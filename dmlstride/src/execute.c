@@ -280,34 +280,41 @@ static inline int staged_tiles(const dmls_plan *p) {
 
 /* Tiles contiguous on both sides (a permutation that swaps the last two
    dimensions of a batch: each task's source is kn * jn values back to
-   back, and so is its destination), at most DMLS_PACKED_TILE_BYTES, go
-   through dmls_packed_tiles, runs of tasks whose destinations lie back to
-   back (the innermost outer dimension steps the destination by a tile)
-   DMLS_PACKED_RUN_BYTES at a time: each such tile had been a task of its
-   own through the stages above or dmls_transpose, whose set-up cost more
-   than the tile's blocks (a float16 scatter of 11 x 18 tiles, 396 bytes a
-   task, ran at 0.46 of the memcpy limit).  Two builds alternating (2
-   threads, 3 rounds): 24 fresh unnamed gathers and scatters of 2-70 MB
-   so planned ran 1.50x faster by geometric mean (1.04-2.94x), 24 others
-   of 4-70 MB 1.51x (0.83-2.94x), 23 of 1-10 MB that do not stream 1.33x
-   (0.69-1.90x).  Rows of fewer than DMLS_PACKED_MIN_ROW bytes a side
-   (DMLS_PACKED_MIN_BYTE_ROW for one-byte values), whose padded blocks are
-   mostly padding, keep their paths (a de-interleave of 3 int16 values a
-   row ran 0.58x, of 2-4 one-byte ones 0.32-0.96x; 5-6 one-byte ones
-   1.45-1.73x), and so do tiles of four two-byte values a row, which have
-   their word kernel (0.55x). */
-#define DMLS_PACKED_TILE_BYTES 4096
+   back, and so is its destination), within dmls_packed_fits's buffers
+   (under 16 KiB), go through dmls_packed_tiles, runs of tasks whose
+   destinations lie back to back (the innermost outer dimension steps the
+   destination by a tile) DMLS_PACKED_RUN_BYTES at a time: each such tile
+   had been a task of its own through the stages above or dmls_transpose,
+   whose set-up cost more than the tile's blocks (a float16 scatter of
+   11 x 18 tiles, 396 bytes a task, ran at 0.46 of the memcpy limit).  Two
+   builds alternating (2 threads, 3 rounds), tiles of at most 4 KiB: 24
+   fresh unnamed gathers and scatters of 2-70 MB so planned ran 1.50x
+   faster by geometric mean (1.04-2.94x), 24 others of 4-70 MB 1.51x
+   (0.83-2.94x), 23 of 1-10 MB that do not stream 1.33x (0.69-1.90x);
+   tiles of 4-16 KiB, which the planner's staged tasks or the general tile
+   path took, 1.25x, 1.18x and on a fresh set 1.22x (20 each, 0.82-1.91x;
+   the slowest where the old path ran at 18-23 GB/s).  Rows of fewer than
+   DMLS_PACKED_MIN_ROW bytes a side (DMLS_PACKED_MIN_BYTE_ROW for one-byte
+   values), whose padded blocks are mostly padding, keep their paths (a
+   de-interleave of 3 int16 values a row ran 0.58x, of 2-4 one-byte ones
+   0.32-0.96x; 5-6 one-byte ones 1.45-1.73x), and so do tiles of four
+   two-byte values a row, which have their word kernel (0.55x), and tiles
+   past DMLS_PACKED_DEINT_BYTES of 5-7 four-byte values a row, which
+   dmls_transpose's deint_k_32 takes (6 x 528 float32 tiles, 12.7 KB, ran
+   0.68-0.77x; 6 x 143 ones 1.95x packed). */
 #define DMLS_PACKED_RUN_BYTES 16384
 #define DMLS_PACKED_MIN_ROW 8
 #define DMLS_PACKED_MIN_BYTE_ROW 5
+#define DMLS_PACKED_DEINT_BYTES 4096
 typedef char dmls_packed_fits_join[DMLS_PACKED_RUN_BYTES + DMLS_PACKED_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 static inline int packed_tiles(const dmls_plan *p) {
     const int64_t w = p->width, kn = p->tile_size, jn = p->inner_size;
     const int64_t min_row = w == 1 ? DMLS_PACKED_MIN_BYTE_ROW : DMLS_PACKED_MIN_ROW;
     return p->mode == DMLS_MODE_TILE && p->segments == 1 && p->tile_pieces <= 1 && p->l2 == DMLS_L2_NONE &&
            p->tile_src_stride == w && p->inner_dst_stride == w && dmls_packed_fits(w, kn, jn) &&
-           p->inner_src_stride == kn * w && p->tile_dst_stride == jn * w && kn * jn * w <= DMLS_PACKED_TILE_BYTES &&
-           kn * w >= min_row && jn * w >= min_row && !dmls_tiny_words4(w, kn, jn);
+           p->inner_src_stride == kn * w && p->tile_dst_stride == jn * w &&
+           kn * w >= min_row && jn * w >= min_row && !dmls_tiny_words4(w, kn, jn) &&
+           !(w == 4 && kn >= 5 && kn <= 7 && kn * jn * w > DMLS_PACKED_DEINT_BYTES);
 }
 
 /* Runs of tiny tiles joined into one.  A tile whose destination rows go

@@ -264,7 +264,7 @@ static void test_tiny_tiles(void) {
 static void test_packed_tiles(void) {
     static const int64_t shapes[][2] = {{5, 40}, {7, 9}, {2, 11}, {9, 11}, {13, 21}, {17, 20}, {17, 45},
                                         {37, 19}, {19, 11}, {66, 24}, {24, 66}, {16, 8}, {8, 16}, {32, 16},
-                                        {5, 13}, {40, 3}};
+                                        {5, 13}, {40, 3}, {100, 70}, {6, 300}, {130, 130}};
     const int64_t B = 37;
     int wi, si, stream;
     char *scratch = dmls_scratch();
