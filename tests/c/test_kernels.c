@@ -212,95 +212,81 @@ static void test_run_tile(void) {
           "run tile widths");
 }
 
+/* TILE_BATCH kn x jn tiles of W-byte values through the task runner, tasks
+   run in two ranges: tile t's source rows of kn values back to back from
+   t * bs, its destination rows of jn values back to back from t * bd, in
+   buffers of sbytes and dbytes; the whole destination compared with the
+   reference. */
+#define TILE_BATCH 37
+static void check_tile_batch(int W, int64_t kn, int64_t jn, int64_t bs, int64_t bd, size_t sbytes, size_t dbytes,
+                             int stream, const char *what) {
+    const int64_t B = TILE_BATCH;
+    int64_t n[3] = {B, kn, jn}, ss[3] = {bs, W, kn * W}, ds[3] = {bd, jn * W, W};
+    char *scratch = dmls_scratch();
+    dmls_plan p;
+    bufs b;
+    bufs_new(&b, sbytes, dbytes);
+    memset(&p, 0, sizeof p);
+    p.mode = DMLS_MODE_TILE;
+    p.width = W;
+    p.stream = stream;
+    p.outer_ndim = 1;
+    p.outer_size[0] = B;
+    p.outer_src_stride[0] = bs;
+    p.outer_dst_stride[0] = bd;
+    p.tile_size = kn;
+    p.tile_src_stride = W;
+    p.tile_dst_stride = jn * W;
+    p.inner_size = jn;
+    p.inner_src_stride = kn * W;
+    p.inner_dst_stride = W;
+    p.segments = 1;
+    p.segment_len = jn;
+    p.tasks = B;
+    dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 0, 10, scratch);
+    dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 10, B, scratch);
+    if (stream) dmls_isa.store_fence();
+    ref_copy(3, n, ss, ds, W, (char *)b.src, (char *)b.want);
+    CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "%s W=%d k=%lld j=%lld stream %d", what, W, (long long)kn,
+          (long long)jn, stream);
+    bufs_free(&b);
+}
+
 /* ---- batches of tiny tiles through the task runner (a permutation that swaps
-   two short dimensions): element by element unless mostly micro-blocks,
-   tasks run in two ranges; four values a row (two-byte ones: the word
-   kernel, its last eight rows ending at the tile's) ---- */
+   two short dimensions): element by element unless mostly micro-blocks;
+   four values a row (two-byte ones: the word kernel, its last eight rows
+   ending at the tile's); tiles apart on both sides ---- */
 static void test_tiny_tiles(void) {
     static const int64_t shapes[][2] = {{5, 13}, {7, 15}, {33, 9}, {16, 8}, {3, 5}, {9, 5}, {64, 2},
                                         {4, 8}, {4, 11}, {4, 70}};
-    const int64_t B = 37;
     int wi, si;
-    char *scratch = dmls_scratch();
     for (wi = 0; wi < 4; wi++)
         for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
             const int W = widths[wi];
             const int64_t kn = shapes[si][0], jn = shapes[si][1];
             const int64_t bs = kn * jn * W + 3 * W, bd = kn * jn * W + 5 * W;
-            int64_t n[3] = {B, kn, jn}, ss[3] = {bs, W, kn * W}, ds[3] = {bd, jn * W, W};
-            dmls_plan p;
-            bufs b;
-            bufs_new(&b, (size_t)(B * bs), (size_t)(B * bd));
-            memset(&p, 0, sizeof p);
-            p.mode = DMLS_MODE_TILE;
-            p.width = W;
-            p.outer_ndim = 1;
-            p.outer_size[0] = B;
-            p.outer_src_stride[0] = bs;
-            p.outer_dst_stride[0] = bd;
-            p.tile_size = kn;
-            p.tile_src_stride = W;
-            p.tile_dst_stride = jn * W;
-            p.inner_size = jn;
-            p.inner_src_stride = kn * W;
-            p.inner_dst_stride = W;
-            p.segments = 1;
-            p.segment_len = jn;
-            p.tasks = B;
-            dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 0, 10, scratch);
-            dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 10, B, scratch);
-            ref_copy(3, n, ss, ds, W, (char *)b.src, (char *)b.want);
-            CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "tiny tiles W=%d k=%lld j=%lld", W, (long long)kn,
-                  (long long)jn);
-            bufs_free(&b);
+            check_tile_batch(W, kn, jn, bs, bd, (size_t)(TILE_BATCH * bs), (size_t)(TILE_BATCH * bd), 0,
+                             "tiny tiles");
         }
 }
 
 /* ---- runs of packed tiles through the task runner (tiles contiguous on
    both sides, the destination's back to back): every kind of block by
-   shape, moved-back and padded edges, streamed and not, tasks run in two
-   ranges; buffers of exactly the tensor's bytes (a sanitizer build sees any
-   read or write past them) ---- */
+   shape, moved-back and padded edges, streamed and not; buffers of exactly
+   the tensor's bytes (a sanitizer build sees any read or write past
+   them) ---- */
 static void test_packed_tiles(void) {
     static const int64_t shapes[][2] = {{5, 40}, {7, 9}, {2, 11}, {9, 11}, {13, 21}, {17, 20}, {17, 45},
                                         {37, 19}, {19, 11}, {66, 24}, {24, 66}, {16, 8}, {8, 16}, {32, 16},
                                         {5, 13}, {40, 3}, {100, 70}, {6, 300}, {130, 130}};
-    const int64_t B = 37;
     int wi, si, stream;
-    char *scratch = dmls_scratch();
     for (stream = 0; stream <= 1; stream++)
         for (wi = 0; wi < 4; wi++)
             for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
                 const int W = widths[wi];
                 const int64_t kn = shapes[si][0], jn = shapes[si][1], tb = kn * jn * W, bs = tb + 3 * W;
-                int64_t n[3] = {B, kn, jn}, ss[3] = {bs, W, kn * W}, ds[3] = {tb, jn * W, W};
-                dmls_plan p;
-                bufs b;
-                bufs_new(&b, (size_t)((B - 1) * bs + tb), (size_t)(B * tb));
-                memset(&p, 0, sizeof p);
-                p.mode = DMLS_MODE_TILE;
-                p.width = W;
-                p.stream = stream;
-                p.outer_ndim = 1;
-                p.outer_size[0] = B;
-                p.outer_src_stride[0] = bs;
-                p.outer_dst_stride[0] = tb;
-                p.tile_size = kn;
-                p.tile_src_stride = W;
-                p.tile_dst_stride = jn * W;
-                p.inner_size = jn;
-                p.inner_src_stride = kn * W;
-                p.inner_dst_stride = W;
-                p.segments = 1;
-                p.segment_len = jn;
-                p.tasks = B;
-                dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 0, 10, scratch);
-                dmls_run_tasks(&p, (char *)b.src, (char *)b.dst, 10, B, scratch);
-                if (stream) dmls_isa.store_fence();
-                ref_copy(3, n, ss, ds, W, (char *)b.src, (char *)b.want);
-                CHECK(memcmp(b.dst, b.want, b.dbytes) == 0, "packed tiles W=%d k=%lld j=%lld stream %d", W,
-                      (long long)kn, (long long)jn, stream);
-                bufs_free(&b);
+                check_tile_batch(W, kn, jn, bs, tb, (size_t)((TILE_BATCH - 1) * bs + tb),
+                                 (size_t)(TILE_BATCH * tb), stream, "packed tiles");
             }
 }
 
