@@ -5064,6 +5064,10 @@ def test_runs_of_packed_tiles(dtype, level, stream, threads):
                 with _isa_level(level):
                     _check_gather_out(desc, rng)
                     _check_gather_and_scatter(desc, rng)
+            # one tile alone (no outer dimension: a single task)
+            single = ds.BufferTensorDesc(dtype, [kn, jn], [1, kn])
+            with _isa_level(level):
+                _check_gather_and_scatter(single, np.random.default_rng(kn * 7 + jn))
     expect = {"padded", "blocks", "micro"} | ({"jpairs"} if w <= 2 else set())
     if w == 8:
         expect.discard("padded")   # every side has at least 2 values

@@ -178,6 +178,29 @@ static inline void odometer_step(const dmls_plan *p, dmls_odometer *o) {
     next_outer(p, o->idx, &o->so, &o->do_);
 }
 
+/* Runs of tasks along the innermost outer dimension (run_left): o is set to
+   the first task after the m from idx, so, do_ (the current run, of left
+   tasks still to go in all); returns the length of the run o starts, at
+   most cap (0 when no task is left). */
+static inline int64_t run_after(const dmls_plan *p, dmls_odometer *o, const int64_t *idx, int64_t so,
+                                int64_t do_, int64_t m, int64_t left, int64_t cap) {
+    int64_t n;
+    memcpy(o->idx, idx, (size_t)p->outer_ndim * sizeof *idx);
+    o->so = so;
+    o->do_ = do_;
+    next_run(p, o->idx, &o->so, &o->do_, m);
+    n = m < left ? run_left(p, o->idx, left - m) : 0;
+    return n < cap ? n : cap;
+}
+
+/* Move idx, so, do_ on to o's task. */
+static inline void odometer_take(const dmls_plan *p, const dmls_odometer *o, int64_t *idx, int64_t *so,
+                                 int64_t *do_) {
+    memcpy(idx, o->idx, (size_t)p->outer_ndim * sizeof *idx);
+    *so = o->so;
+    *do_ = o->do_;
+}
+
 /* Ask for the lines of kn source rows of n bytes, kss apart, of the task o
    is at (into L1, or into L2 where into_l1 is 0), and move o on to the next
    task. */
@@ -887,12 +910,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             for (t = t0; t < t1; t += m) {
                 m = run_left(p, idx, t1 - t);
                 if (m > mjoin) m = mjoin;
-                memcpy(nx.idx, idx, (size_t)p->outer_ndim * sizeof *idx);
-                nx.so = so;
-                nx.do_ = do_;
-                next_run(p, nx.idx, &nx.so, &nx.do_, m);
-                nm = t + m < t1 ? run_left(p, nx.idx, t1 - t - m) : 0;
-                if (nm > mjoin) nm = mjoin;
+                nm = run_after(p, &nx, idx, so, do_, m, t1 - t, mjoin);
                 if (planes) {
                     /* plane k's row of task g at (k * m + g) * jn values */
                     for (k = 0; k < kn; k++)
@@ -912,9 +930,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
                 q.inner_size = m * jn;
                 q.outer_count = p->outer_count / m > 0 ? p->outer_count / m : 1;
                 row(&q, join, d, 0, do_, 0, m * jn, NULL, NULL, scratch);
-                memcpy(idx, nx.idx, (size_t)p->outer_ndim * sizeof *idx);
-                so = nx.so;
-                do_ = nx.do_;
+                odometer_take(p, &nx, idx, &so, &do_);
             }
             return;
         }
@@ -932,23 +948,14 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         int64_t m, nm;
         if (b != NULL) {
             b += DMLS_SCRATCH_JOIN;
-            for (t = t0; t < t1; t += m) {
-                m = last >= 0 ? run_left(p, idx, t1 - t) : 1;
+            if (last < 0)   /* a single task */
+                dmls_packed_tiles((int)w, s + so, 0, d + do_, kn, jn, 1, p->stream, s, 0, scratch, b);
+            for (t = t0; last >= 0 && t < t1; t += m) {
+                m = run_left(p, idx, t1 - t);
                 if (m > mmax) m = mmax;
-                nm = 0;
-                nx.so = so;
-                if (last >= 0) {
-                    memcpy(nx.idx, idx, (size_t)p->outer_ndim * sizeof *idx);
-                    nx.do_ = do_;
-                    next_run(p, nx.idx, &nx.so, &nx.do_, m);
-                    nm = t + m < t1 ? run_left(p, nx.idx, t1 - t - m) : 0;
-                    if (nm > mmax) nm = mmax;
-                }
+                nm = run_after(p, &nx, idx, so, do_, m, t1 - t, mmax);
                 dmls_packed_tiles((int)w, s + so, sstep, d + do_, kn, jn, m, p->stream, s + nx.so, nm, scratch, b);
-                if (last < 0) break;
-                memcpy(idx, nx.idx, (size_t)p->outer_ndim * sizeof *idx);
-                so = nx.so;
-                do_ = nx.do_;
+                odometer_take(p, &nx, idx, &so, &do_);
             }
             if (p->stream) dmls_isa.store_fence();
             return;
