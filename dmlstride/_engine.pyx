@@ -53,6 +53,7 @@ BLOCK_L2_BYTES = DMLS_BLOCK_L2_BYTES
 BLOCK_L2_ROWS = DMLS_BLOCK_L2_ROWS
 BLOCK_L2_RUN = DMLS_BLOCK_L2_RUN
 RUN_TILE_MAX = DMLS_RUN_TILE_MAX
+RUN_TILE_WIDE_MAX = DMLS_RUN_TILE_WIDE_MAX
 CLOSE_ROW_BYTES = DMLS_CLOSE_ROW_BYTES
 CONTIG_BAND_BYTES = DMLS_CONTIG_BAND_BYTES
 JOIN_PLANES_TASK_BYTES = DMLS_JOIN_PLANES_TASK_BYTES
@@ -107,10 +108,10 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     memset(c, 0, sizeof(dmls_plan))
     c.mode = _MODES[kp.mode]
     c.width = kp.width
-    if c.width not in (1, 2, 4, 8) and not (c.mode in (DMLS_MODE_TILE, DMLS_MODE_BLOCK)
-                                            and dmls_run_tile_width(c.width)):
-        raise ValueError(f"plan: element width {c.width}; expected 1, 2, 4 or 8 "
-                         f"(or runs of 3 to 32 bytes, transposed)")
+    if c.width not in (1, 2, 4, 8) and not (c.mode == DMLS_MODE_TILE and dmls_run_tile_width(c.width)
+                                            or c.mode == DMLS_MODE_BLOCK and dmls_run_block_width(c.width)):
+        raise ValueError(f"plan: element width {c.width}; expected 1, 2, 4 or 8 (or runs of 3 to "
+                         f"{DMLS_RUN_TILE_WIDE_MAX} bytes in a tile, 3 to {DMLS_RUN_TILE_MAX} in a block)")
     c.src_nibble = kp.src_nibble
     c.dst_nibble = kp.dst_nibble
     c.sign_extend = kp.sign_extend

@@ -92,7 +92,9 @@ cdef extern from "src/plan.h":
 
 cdef extern from "src/tile-runs.h":
     int DMLS_RUN_TILE_MAX
+    int DMLS_RUN_TILE_WIDE_MAX
     int dmls_run_tile_width(int64_t w)
+    int dmls_run_block_width(int64_t w)
 
 cdef extern from "src/scratch.h":
     char* dmls_scratch() noexcept nogil

@@ -1410,13 +1410,13 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         # keeps a last dimension of two or four values) are values of that
         # width: the tile and block kernels take them, not a copy a run.
         return plan_dims(outer, run)
-    if inner_ss == width and inner_ds == width and 3 <= run <= RUN_TILE_MAX and run not in (4, 8) and outer:
+    if inner_ss == width and inner_ds == width and 3 <= run <= RUN_TILE_WIDE_MAX and run not in (4, 8) and outer:
         runs = plan_runs(outer, run, count * width)
-        block = run_block(outer, run) if RUN_BLOCKS else None
+        block = run_block(outer, run) if RUN_BLOCKS and run <= RUN_TILE_MAX else None
         if block is not None and (runs is None or runs.tile[0] * run < RUN_BLOCK_TILE_BYTES
                                   or partial_run_rows(runs, run)):
             return block
-        if runs is not None:
+        if runs is not None and (run <= RUN_TILE_MAX or wide_runs_tile(runs, run)):
             return runs
     tile = None
     if inner_ss == width and inner_ds == width:
@@ -1610,6 +1610,36 @@ def interleave_streams(plan: KernelPlan) -> bool:
 #: slowest, 0.62-0.75x, gathers of 24-30-byte runs of two-byte values), they
 #: all do.
 RUN_TILE_MAX = 32
+
+
+#: Runs of RUN_TILE_MAX + 1 to this many bytes (up to a line: the engine's
+#: DMLS_RUN_TILE_WIDE_MAX) take the run tile too, each run moved exactly, where
+#: the copy comes from memory (its destination at least half of
+#: stream_min_total, so that source and destination together pass the L3),
+#: the tile's source rows hold RUN_WIDE_TILE_BYTES or more of runs back to
+#: back and each destination row's piece RUN_WIDE_PIECE_BYTES or more; other
+#: copies of such runs stay a copy a run (memcpy), which in destination order
+#: reads each source line that two runs share twice, far apart.  Two builds
+#: in alternating processes (2 threads, 6 rounds): unnamed 4-D to 6-D
+#: permutations of 2-65 MB with runs of 33-64 bytes (float64 96 x 6 x 2 x 463 x
+#: 6 in order (3, 1, 2, 0, 4), 48-byte runs, 0.39-0.43 -> 0.84 of the memcpy
+#: limit) ran 1.29x faster by geometric mean taking the tile whatever their
+#: shape (9 tuned on) but 0.91x and 0.98x on two fresh sets of 18 and 20
+#: (0.43-2.09x): slower where a destination piece was 2-8 runs, a source
+#: row's run of runs under 1 KiB, or the copy under 16 MiB (in cache, where a
+#: shared line costs nothing); with those bounds, a fresh 20 of 16-64 MB
+#: 1.28x (0.82-1.88x, 18 faster).  Runs of 65-256 bytes measured 0.68-1.15x
+#: in the tile (all seven over 128 bytes slower) and stay rows.
+RUN_TILE_WIDE_MAX = 64
+RUN_WIDE_TILE_BYTES = 1024
+RUN_WIDE_PIECE_BYTES = 512
+
+
+def wide_runs_tile(runs: KernelPlan, run: int) -> bool:
+    """Whether a transpose of runs wider than RUN_TILE_MAX bytes takes the
+    run tile ``runs`` (plan_runs): see RUN_TILE_WIDE_MAX."""
+    return (2 * runs.dst_bytes >= stream_min_total and runs.tile[0] * run >= RUN_WIDE_TILE_BYTES
+            and runs.inner[0] * run >= RUN_WIDE_PIECE_BYTES)
 
 
 def plan_runs(outer: list[Dim], run: int, dst_bytes: int) -> KernelPlan | None:

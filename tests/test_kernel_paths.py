@@ -840,6 +840,51 @@ def test_runs_of_17_to_32_bytes_take_the_run_tile(dtype, sizes, order, op, run, 
     assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
 
 
+# Permutations keeping runs of 33-64 bytes: (dtype, sizes, order, op, run).
+LINE_RUNS = [
+    ("float64", (24, 6, 2, 40, 6), (3, 1, 2, 0, 4), "gather", 48),     # the source-fast dimension outermost
+    ("uint8", (3, 35, 7, 33, 33), (3, 2, 0, 1, 4), "scatter", 33),
+    ("int16", (29, 3, 11, 29), (2, 1, 0, 3), "gather", 58),            # a 2-D transpose of 58-byte runs
+    ("float32", (5, 41, 17, 16), (2, 0, 1, 3), "scatter", 64),
+    ("uint8", (37, 2, 23, 61), (2, 1, 0, 3), "copy", 61),
+    ("float16", (37, 31, 17), (1, 0, 2), "gather", 34),                # remainders of the tile both ways
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,run", LINE_RUNS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in LINE_RUNS])
+def test_runs_of_33_to_64_bytes_take_the_run_tile(dtype, sizes, order, op, run, threads, monkeypatch):
+    # Runs wider than RUN_TILE_MAX, up to a line, are the values of a run
+    # tile (one variant, every move exact) in copies from memory: with the
+    # stream threshold at 0 every copy is one.  Gathers, scatters (guard
+    # bytes around the destination) and copies into the reversed order of
+    # the other dimensions, against numpy.
+    with _stream_threshold(0):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
+        assert (plan.mode, plan.width, plan.stream, plan.l2) == ("tile", run, False, 0)
+        check()
+        if op != "copy":
+            _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
+    # In cache (the default threshold, these copies small): a copy a run.
+    plan = _permutation_plan_and_check(dtype, sizes, order, order, "gather")[0]
+    assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
+    # Without the wide runs, a copy a run whatever the size.
+    monkeypatch.setattr(_planner, "RUN_TILE_WIDE_MAX", _planner.RUN_TILE_MAX)
+    with _stream_threshold(0):
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, "gather")[0]
+        assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
+
+
+@pytest.mark.parametrize("sizes,order,why", [
+    ((40, 20, 2, 6), (2, 1, 0, 3), "destination pieces of 2 runs (96 bytes)"),
+    ((5, 40, 64, 6), (2, 1, 0, 3), "5 runs back to back in the source (240 bytes)"),
+    ((40, 30, 9), (1, 0, 2), "runs of 72 bytes: past RUN_TILE_WIDE_MAX"),
+])
+def test_wide_runs_the_tile_would_not_pay_for_stay_rows(sizes, order, why):
+    with _stream_threshold(0):
+        plan = _permutation_plan_and_check("float64", sizes, order, order, "gather")[0]
+    assert plan.mode == "memcpy" and plan.width == 8, why
+
+
 @pytest.fixture
 def no_short_k_blocks(monkeypatch):
     # No block with a source group of fewer than 8 values (5 float64 values
@@ -907,7 +952,7 @@ def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads, 
 @pytest.mark.parametrize("last", [2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64,
                                   65, 96, 100, 128, 129, 160, 200, 257, 384, 511, 512, 513])
 @pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
-def test_permutations_that_keep_a_short_last_dimension(dtype, last, stream, threads):
+def test_permutations_that_keep_a_short_last_dimension(dtype, last, stream, threads, monkeypatch):
     # Rows of 2 bytes to 4 KiB contiguous, copied whole at many offsets:
     # every row length the short-row copies distinguish (up to 64 bytes
     # two overlapping moves, then 16-byte moves, the last one overlapping,
@@ -916,6 +961,9 @@ def test_permutations_that_keep_a_short_last_dimension(dtype, last, stream, thre
     # a copy that streams; longer ones up to 4 KiB in 64-byte blocks unless
     # the copy streams), rows of 2, 4 and 8 bytes as wider values, and rows
     # past 4 KiB, gathered and scattered (between guard bytes), against numpy.
+    # (Runs of 33-64 bytes of a copy that streams would take the run tile:
+    # test_runs_of_33_to_64_bytes_take_the_run_tile.)
+    monkeypatch.setattr(_planner, "RUN_TILE_WIDE_MAX", _planner.RUN_TILE_MAX)
     with _stream_threshold(0 if stream else 1 << 62):
         _check_short_last_dimension(dtype, last, stream)
 
@@ -1349,10 +1397,11 @@ def test_engine_refuses_pieces_that_do_not_cover_the_rows(monkeypatch, pieces, p
     (lambda p: setattr(p, "inner", (p.inner[0], p.inner[1], 6)), "runs of 3 bytes are transposed only"),
     (lambda p: setattr(p, "stream", True), "runs of 3 bytes are transposed only"),
     (lambda p: setattr(p, "l2", 2), "runs of 3 bytes are transposed only"),
-    (lambda p: setattr(p, "width", 33), "element width 33"),                   # past the kernel's widths
+    (lambda p: setattr(p, "width", 65), "element width 65"),                   # past the kernel's widths
+    (lambda p: setattr(p, "mode", "block") or setattr(p, "width", 40), "element width 40"),   # a block's
 ])
 def test_engine_refuses_runs_it_would_not_transpose(monkeypatch, change, match):
-    # The engine checks a plan of runs (values of 3 to 32 bytes) before any
+    # The engine checks a plan of runs (values of 3 to 64 bytes, 32 in a block) before any
     # kernel runs it: only a transpose of runs back to back on both sides,
     # with ordinary stores and no L2 buffers.
     plan_copy = _planner.plan_copy

@@ -28,6 +28,7 @@ def test_c_limits_agree_with_python():
     assert _engine.BLOCK_L2_ROWS == _planner.BLOCK_L2_ROWS
     assert _engine.BLOCK_L2_RUN == _planner.BLOCK_L2_RUN
     assert _engine.RUN_TILE_MAX == _planner.RUN_TILE_MAX
+    assert _engine.RUN_TILE_WIDE_MAX == _planner.RUN_TILE_WIDE_MAX
     assert _engine.CLOSE_ROW_BYTES == _planner.CLOSE_ROW_BYTES
     assert _engine.CONTIG_BAND_BYTES == _planner.CONTIG_BAND_BYTES
     assert _engine.JOIN_PLANES_TASK_BYTES == _planner.JOIN_PLANES_TASK_BYTES
@@ -131,7 +132,7 @@ def test_short_strided_rows_batch_a_large_divisor_where_small_ones_are_all_that_
     assert p.mode == "strided" and p.tile is None
 
 
-def test_short_strided_rows_of_a_prime_count_batch_whole():
+def test_short_strided_rows_of_a_prime_count_batch_whole(monkeypatch):
     # 37 rows of 7 float64 values (a prime count, no divisor within the
     # batch's STRIDED_BATCH_VALUES = 36 rows of 7): the whole dimension is
     # each task's batch, up to BATCH_WHOLE_FACTOR times the batch.
@@ -147,7 +148,9 @@ def test_short_strided_rows_of_a_prime_count_batch_whole():
     # 38 rows = 2 x 19, batches of 19.
     g = _permuted_plan("gather", "float64", (21, 14, 7, 2, 38, 7), order)
     assert g.mode == "strided" and g.tile[0] == 19
-    # Short contiguous rows keep their divisors: 23 rows of 48 bytes, none.
+    # Short contiguous rows keep their divisors: 23 rows of 48 bytes, none
+    # (copied a run at a time, not as the run tile's values).
+    monkeypatch.setattr(_planner, "RUN_TILE_WIDE_MAX", _planner.RUN_TILE_MAX)
     p = _permuted_plan("gather", "float32", (35, 36, 38, 23, 12), (3, 2, 1, 0, 4))
     assert p.mode == "memcpy" and p.tile is None
 
@@ -347,6 +350,8 @@ def test_rows_that_source_order_writes_as_many_streams_keep_destination_order(mo
     # than SHORT_ROW_WRITE_STREAMS: destination order stays, however many
     # streams it reads (short_rows_order on the merged dimensions outside the
     # rows, and the plan's loops).  With the bound at ``streams``, source order.
+    # (Rows of 33-64 bytes copied a run at a time, not as the run tile's values.)
+    monkeypatch.setattr(_planner, "RUN_TILE_WIDE_MAX", _planner.RUN_TILE_MAX)
     outer, last = _row_dims(op, dtype, sizes, order)
     row = last * np.dtype(dtype).itemsize
     source = sorted(outer, key=lambda t: (t[1], t[2]), reverse=True)

@@ -541,7 +541,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     const int64_t w = p->width, jn = j1 - j0, kn = p->kgroup.elems;
     int64_t ja = 0, body = 0;
     d += j0 * w;
-    if (dmls_run_tile_width(w)) {
+    if (dmls_run_block_width(w)) {
         /* runs of 3, 5-7 or 9-32 bytes: the run tile over the tables (planned
            in place: no L2 buffers, no streaming, no whole blocks) */
         dmls_run_block((int)w, s, js, jn, d, kd, kn, tiles);

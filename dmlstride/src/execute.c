@@ -68,7 +68,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
                                             p->tile_src_stride, n));
         return;
     case DMLS_MODE_TILE:
-        if (dmls_run_tile_width(w))   /* runs of 3, 5-7 or 9-32 bytes */
+        if (dmls_run_tile_width(w))   /* runs of 3, 5-7 or 9-64 bytes */
             dmls_run_tile(w, s + so + j0 * iss, iss, d + do_ + j0 * ids, p->tile_dst_stride, p->tile_size, n,
                           scratch);
         else if (few_channels(p))

@@ -1,5 +1,5 @@
-/* The transposing tile for runs of 3, 5-7 and 9-32 bytes (tile-runs.h), and
-   for blocks of such runs (dmls_run_block: the same loops over a block's
+/* The transposing tile for runs of 3, 5-7 and 9-64 bytes (tile-runs.h), and
+   for blocks of runs of up to 32 (dmls_run_block: the same loops over a block's
    offset tables, source row j at s + js[j], destination row k at
    d + kd[k]).
 
@@ -13,7 +13,9 @@
    it (or on the row's padding), and the load's surplus on the next run of
    its source row, which belongs to the copy, except after a row's last
    run, which moves at its exact width.  The width is a constant in each
-   variant, so every move is a few instructions, not a call.
+   variant, so every move is a few instructions, not a call.  Runs of
+   33-64 bytes share one variant, the width a variable there, every move
+   exact (two overlapping 32-byte moves).
 
    Tiles go j-major (a band of TJ source rows along their whole length,
    then the next band), and while one tile is copied the lines of the
@@ -68,7 +70,8 @@ typedef char dmls_run_tile_stage_fits[DMLS_RUN_TILE_ROW * DMLS_RUN_TILE_J + DMLS
                                       <= DMLS_RUN_TILE_STAGE ? 1 : -1];
 typedef char dmls_run_tile_pad_fits[DMLS_RUN_TILE_PAD >= DMLS_RUN_TILE_MAX ? 1 : -1];
 
-/* One run of W bytes as a move of the power of two at or above W. */
+/* One run of W bytes as a move of the power of two at or above W (up to
+   32; wider runs exactly). */
 static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
     if (W <= 4)
         memcpy(d, s, 4);
@@ -76,8 +79,10 @@ static DMLS_COPY_INLINE void run_wide(char *d, const char *s, const int W) {
         memcpy(d, s, 8);
     else if (W <= 16)
         memcpy(d, s, 16);
-    else
+    else if (W <= 32)
         memcpy(d, s, 32);
+    else
+        dmls_copy_short(d, s, W);
 }
 
 /* One run of W bytes exactly: two moves (3 bytes as 2 + 1). */
@@ -196,7 +201,10 @@ static DMLS_COPY_INLINE void run_tile(const int W, const char *s, int64_t iss, c
     DMLS_RUN_CASE(15) DMLS_RUN_CASE(16) DMLS_RUN_CASE(17) DMLS_RUN_CASE(18) DMLS_RUN_CASE(19) DMLS_RUN_CASE(20) \
     DMLS_RUN_CASE(21) DMLS_RUN_CASE(22) DMLS_RUN_CASE(23) DMLS_RUN_CASE(24) DMLS_RUN_CASE(25) DMLS_RUN_CASE(26) \
     DMLS_RUN_CASE(27) DMLS_RUN_CASE(28) DMLS_RUN_CASE(29) DMLS_RUN_CASE(30) DMLS_RUN_CASE(31) DMLS_RUN_CASE(32) \
-    default: break;                                                                                      \
+    default:                                     /* 33 to DMLS_RUN_TILE_WIDE_MAX: one variant */     \
+        if (w > DMLS_RUN_TILE_MAX && w <= DMLS_RUN_TILE_WIDE_MAX)                                        \
+            run_tile((int)w, s, iss, js, d, kds, kd, kn, jn, stage);                                     \
+        break;                                                                                           \
     }
 
 void dmls_run_tile(int w, const char *s, int64_t iss, char *d, int64_t kds, int64_t kn, int64_t jn, char *stage) {

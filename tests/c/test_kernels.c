@@ -160,7 +160,7 @@ static void test_transpose(void) {
                 }
 }
 
-/* ---- the run tile (runs of 3, 5-7 and 9-32 bytes): every width, tile
+/* ---- the run tile (runs of 3, 5-7 and 9-64 bytes): every width, tile
    remainders on both sides, padded source rows, destination rows with gaps
    (which must survive), and the source buffer ending at the last run's last
    byte (a sanitizer sees any read past it); directly and through the
@@ -170,7 +170,7 @@ static void test_run_tile(void) {
                                         {2, 1000}, {129, 1}, {1, 129}};
     int W, si, pad, via;
     char *scratch = dmls_scratch();
-    for (W = 3; W <= DMLS_RUN_TILE_MAX; W++) {
+    for (W = 3; W <= DMLS_RUN_TILE_WIDE_MAX; W++) {
         if (!dmls_run_tile_width(W)) continue;
         for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
             for (pad = 0; pad < 2; pad++)
@@ -208,8 +208,9 @@ static void test_run_tile(void) {
                 }
     }
     CHECK(!dmls_run_tile_width(1) && !dmls_run_tile_width(2) && !dmls_run_tile_width(4) &&
-          !dmls_run_tile_width(8) && !dmls_run_tile_width(DMLS_RUN_TILE_MAX + 1) && dmls_run_tile_width(16),
-          "run tile widths");
+          !dmls_run_tile_width(8) && dmls_run_tile_width(16) && dmls_run_tile_width(DMLS_RUN_TILE_MAX + 1) &&
+          !dmls_run_tile_width(DMLS_RUN_TILE_WIDE_MAX + 1) && dmls_run_block_width(DMLS_RUN_TILE_MAX) &&
+          !dmls_run_block_width(DMLS_RUN_TILE_MAX + 1), "run tile widths");
 }
 
 /* TILE_BATCH kn x jn tiles of W-byte values through the task runner, tasks
