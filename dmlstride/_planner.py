@@ -1629,7 +1629,8 @@ RUN_TILE_MAX = 32
 #: row's run of runs under 1 KiB, or the copy under 16 MiB (in cache, where a
 #: shared line costs nothing); with those bounds, a fresh 20 of 16-64 MB
 #: 1.28x (0.82-1.88x, 18 faster).  Runs of 65-256 bytes measured 0.68-1.15x
-#: in the tile (all seven over 128 bytes slower) and stay rows.
+#: in the tile (all seven over 128 bytes slower), and runs of 65-128 bytes
+#: within those bounds 1.02x over 20 of 21-70 MB (0.68-2.80x): they stay rows.
 RUN_TILE_WIDE_MAX = 64
 RUN_WIDE_TILE_BYTES = 1024
 RUN_WIDE_PIECE_BYTES = 512
