@@ -4713,6 +4713,21 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
+def test_reversals_cut_at_the_destination_groups_stop(threads):
+    # uint8 5 x 443 x 13 x 89 turned over and scattered: the cut at K's stop
+    # leaves no block, the one at J's does (SPLIT_OTHER_STOPS); element by
+    # element without it.  Scattered and gathered against numpy.
+    sizes, order = (5, 443, 13, 89), (3, 2, 1, 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_OTHER_STOPS", False)
+        uncut, _ = _copy_plan("uint8", sizes, order, "scatter")
+    assert uncut.rest is None and uncut.main.mode == "strided"
+    _check_cut_copy("uint8", sizes, order, "scatter", 7)
+    desc = ds.BufferTensorDesc.from_layout("uint8", sizes, order)
+    buf = np.random.default_rng(8).integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("float16", (2, 2062, 30), (2, 1, 0), "gather"),       # 2062 = 2 x 1031: K of 2 x 2, a tile before
     ("float64", (2, 1546, 12), (2, 1, 0), "gather"),       # 1546 = 2 x 773: a block of K = 4 before

@@ -791,6 +791,24 @@ def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     assert _planner.group_stop(merged, 1) is None
 
 
+def test_a_copy_element_by_element_tries_the_destination_groups_stop(monkeypatch):
+    # uint8 3 x 2473 x 97 x 82 turned over (scattered): K stops at 97 (prime)
+    # beside 82 values, J at 2473 (prime) beside 3.  Cut at K's stop, K grows
+    # and leaves J no room: no block.  Cut at J's (the most multiples of its
+    # room, 341), the first part is a block and so is the rest.
+    sizes = [3, 2473, 97, 82]
+    turned = ds.BufferTensorDesc.from_layout("uint8", sizes, (3, 2, 1, 0))
+    packed = ds.BufferTensorDesc("uint8", sizes)
+    dims = list(zip(sizes, packed.effective_strides, turned.effective_strides))
+    assert list(_planner.group_stops(_planner.merge_dims(dims), 1)) == [(1, 96), (2, 2387)]
+    copy = _planner.plan_copy(sizes, packed.effective_strides, turned.effective_strides, 8)
+    assert copy.main.mode == "block" and copy.rest is not None
+    assert copy.main.block.j_elems == 3 * 341 and copy.rest_dst == 2387 * 3
+    monkeypatch.setattr(_planner, "SPLIT_OTHER_STOPS", False)
+    copy = _planner.plan_copy(sizes, packed.effective_strides, turned.effective_strides, 8)
+    assert copy.main.mode == "strided" and copy.rest is None
+
+
 @pytest.mark.parametrize("op,dtype,sizes,order,whole", [
     # blocks of 12, 15 and 27 KiB of two-, one- and four-byte values: in place
     ("scatter", "int16", (261, 1572, 3, 2, 4), (4, 0, 3, 1, 2), False),
