@@ -1642,10 +1642,11 @@ RUN_TILE_MAX = 32
 #: permutations of 2-65 MB with runs of 33-64 bytes (float64 96 x 6 x 2 x 463 x
 #: 6 in order (3, 1, 2, 0, 4), 48-byte runs, 0.39-0.43 -> 0.84 of the memcpy
 #: limit) ran 1.29x faster by geometric mean taking the tile whatever their
-#: shape (9 tuned on) but 0.91x and 0.98x on two fresh sets of 18 and 20
-#: (0.43-2.09x): slower where a destination piece was 2-8 runs, a source
-#: row's run of runs under 1 KiB, or the copy under 16 MiB (in cache, where a
-#: shared line costs nothing); with those bounds, a fresh 20 of 16-64 MB
+#: shape (9 tuned on) but 0.91x on a fresh 18 (0.43-1.26x), and 0.98x on
+#: another 20 with the source rows' bound alone (0.52-1.62x): slower where a
+#: destination piece was 2-8 runs, a source row's run of runs under 1 KiB, or
+#: the copy under 16 MiB (in cache, where a shared line costs nothing); with
+#: all three bounds, a fresh 20 of 16-64 MB
 #: 1.28x (0.82-1.88x, 18 faster).  Runs of 65-256 bytes measured 0.68-1.15x
 #: in the tile (all seven over 128 bytes slower), and runs of 65-128 bytes
 #: within those bounds 1.02x over 20 of 21-70 MB (0.68-2.80x): they stay rows.
