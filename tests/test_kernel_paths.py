@@ -858,12 +858,17 @@ def test_runs_of_33_to_64_bytes_take_the_run_tile(dtype, sizes, order, op, run, 
     # stream threshold at 0 every copy is one.  Gathers, scatters (guard
     # bytes around the destination) and copies into the reversed order of
     # the other dimensions, against numpy.
-    with _stream_threshold(0):
-        plan, check = _permutation_plan_and_check(dtype, sizes, order, list(reversed(order[:-1])) + [order[-1]], op)
+    def check_plan(plan):
         assert (plan.mode, plan.width, plan.stream, plan.l2) == ("tile", run, False, 0)
-        check()
-        if op != "copy":
-            _gather_and_scatter(dtype, sizes, order, op, lambda p: None)
+
+    with _stream_threshold(0):
+        if op == "copy":
+            plan, check = _permutation_plan_and_check(dtype, sizes, order,
+                                                      list(reversed(order[:-1])) + [order[-1]], op)
+            check_plan(plan)
+            check()
+        else:
+            _gather_and_scatter(dtype, sizes, order, op, check_plan)
     # In cache (the default threshold, these copies small): a copy a run.
     plan = _permutation_plan_and_check(dtype, sizes, order, order, "gather")[0]
     assert plan.mode == "memcpy" and plan.inner[0] * plan.width == run
