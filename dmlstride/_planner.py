@@ -1434,7 +1434,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         if block is not None and (runs is None or runs.tile[0] * run < RUN_BLOCK_TILE_BYTES
                                   or partial_run_rows(runs, run)):
             return block
-        if runs is not None and (run <= RUN_TILE_MAX or wide_runs_tile(runs, run)):
+        if runs is not None and (run <= RUN_TILE_MAX or wide_runs_tile(runs, run)
+                                 or wide_runs_revisited(runs, run, outer, count * width)):
             return runs
     tile = None
     if inner_ss == width and inner_ds == width:
@@ -1660,6 +1661,34 @@ def wide_runs_tile(runs: KernelPlan, run: int) -> bool:
     run tile ``runs`` (plan_runs): see RUN_TILE_WIDE_MAX."""
     return (2 * runs.dst_bytes >= stream_min_total and runs.tile[0] * run >= RUN_WIDE_TILE_BYTES
             and runs.inner[0] * run >= RUN_WIDE_PIECE_BYTES)
+
+
+#: ... and, whatever those two bounds, where a copy a run would read a source
+#: line that two runs share, then WIDE_RUN_REVISIT_BYTES or more later read
+#: it again (revisit_bytes: the source-adjacent run's dimension is an outer
+#: loop of the copy's, with that many bytes inside it), and the tile's
+#: source rows hold WIDE_RUN_REVISIT_ROW_BYTES or more of runs back to back.
+#: In one process on the same buffers, alternating (2 threads, 6 rounds),
+#: the two bounds lifted: of 32 unnamed permutations of 16-70 MB with runs of
+#: 36-64 bytes, those whose copy a run read a shared line again 150 KB to
+#: 27 MB later ran 1.21x faster in the tile by geometric mean (15,
+#: 0.73-1.96x), those that read it again within 30 KB 0.94x (17,
+#: 0.67-1.23x).  With this bound, a fresh 16 (about one unnamed draw in 900
+#: of that size) 1.35x (0.84-1.93x, 14 faster; a float32 gather 6.4 -> 12.4
+#: GB/s).
+WIDE_RUN_REVISIT_BYTES = 128 << 10
+WIDE_RUN_REVISIT_ROW_BYTES = 128
+
+
+def wide_runs_revisited(runs: KernelPlan, run: int, outer: list[Dim], dst_bytes: int) -> bool:
+    """Whether a transpose of runs wider than RUN_TILE_MAX bytes takes the
+    run tile ``runs`` because a copy a run (in the order of its outer
+    dimensions ``outer``) would read shared source lines twice, far apart:
+    see WIDE_RUN_REVISIT_BYTES."""
+    if 2 * runs.dst_bytes < stream_min_total or runs.tile[0] * run < WIDE_RUN_REVISIT_ROW_BYTES:
+        return False
+    streams = copy_streams("memcpy", outer + [(1, run, run)], dst_bytes)
+    return revisit_bytes(short_rows_order(outer, run, streams), run, 1) >= WIDE_RUN_REVISIT_BYTES
 
 
 def plan_runs(outer: list[Dim], run: int, dst_bytes: int) -> KernelPlan | None:

@@ -890,6 +890,36 @@ def test_wide_runs_the_tile_would_not_pay_for_stay_rows(sizes, order, why):
     assert plan.mode == "memcpy" and plan.width == 8, why
 
 
+@pytest.mark.parametrize("sizes,order,op,row", [
+    ((6, 16, 12, 9, 5), (2, 3, 1, 0, 4), "gather", 6),
+    ((18, 6, 8, 4, 5), (3, 1, 2, 0, 4), "scatter", 4),
+])
+def test_wide_runs_whose_shared_lines_a_copy_a_run_would_read_twice_take_the_run_tile(sizes, order, op, row, threads,
+                                                                                       monkeypatch):
+    # 40-byte runs whose source-fast dimension (``row`` runs back to back:
+    # under RUN_WIDE_TILE_BYTES) is an outer loop of a copy a run with more
+    # than 32 KiB of runs inside it: each source line two runs share would be
+    # read again that much later.  With the revisit bound at 32 KiB that
+    # takes the run tile, checked against numpy.
+    monkeypatch.setattr(_planner, "WIDE_RUN_REVISIT_BYTES", 32 << 10)
+
+    def check_plan(plan):
+        assert (plan.mode, plan.width, plan.tile[0]) == ("tile", 40, row)
+        assert row * 40 < _planner.RUN_WIDE_TILE_BYTES
+
+    with _stream_threshold(0):
+        _gather_and_scatter("float64", sizes, order, op, check_plan)
+        # Read again within the bound (128 KiB): a copy a run.
+        monkeypatch.setattr(_planner, "WIDE_RUN_REVISIT_BYTES", 128 << 10)
+        plan = _permutation_plan_and_check("float64", sizes, order, order, op)[0]
+        assert plan.mode == "memcpy" and plan.inner[0] * plan.width == 40
+        # Source rows of fewer than WIDE_RUN_REVISIT_ROW_BYTES: a copy a run.
+        monkeypatch.setattr(_planner, "WIDE_RUN_REVISIT_BYTES", 32 << 10)
+        monkeypatch.setattr(_planner, "WIDE_RUN_REVISIT_ROW_BYTES", row * 40 + 1)
+        plan = _permutation_plan_and_check("float64", sizes, order, order, op)[0]
+        assert plan.mode == "memcpy" and plan.inner[0] * plan.width == 40
+
+
 @pytest.fixture
 def no_short_k_blocks(monkeypatch):
     # No block with a source group of fewer than 8 values (5 float64 values
