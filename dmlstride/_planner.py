@@ -33,6 +33,34 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ._limits import MAX_DIMENSION_COUNT as MAX_DIMS
+from ._machine import l3_cache_bytes
+
+#: The L3 cache as the system reports it (bytes; 0 where it cannot tell).
+L3_BYTES = l3_cache_bytes()
+#: Machines whose L3 is at most this many bytes (an AMD EPYC's 32 MiB a core
+#: complex, a desktop part's) read and write a mid-size copy (a few MiB)
+#: from the L3 far faster than from memory, and some transposes stay in
+#: cache longer there (SMALL_L3): see TILE_STREAM_WIDE_SIXTEENTHS and
+#: TILE_STREAM_EIGHTHS_BYTE_FAR.  A larger L3 (a server's, shared over a mesh
+#: by many cores: 260 MiB as an Intel Xeon virtual machine reports it) gave
+#: each core less of it than streaming to memory did.  Where the size is
+#: unknown, the bounds of a large L3.
+SMALL_L3_MAX_BYTES = 64 << 20
+SMALL_L3 = 0 < L3_BYTES <= SMALL_L3_MAX_BYTES
+#: The bounds that hang on it, by name: (with a small L3, with a large one).
+L3_BOUNDS = {
+    "TILE_STREAM_WIDE_SIXTEENTHS": (6, 1),
+    "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
+    "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
+    "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
+}
+
+
+def l3_bound(name: str, small_l3: bool = SMALL_L3) -> int:
+    """The value of the bound ``name`` (L3_BOUNDS) on a machine with a small
+    L3 or a large one."""
+    return L3_BOUNDS[name][0 if small_l3 else 1]
+
 
 #: MODE block: at most this many elements in each of the J and K groups (the
 #: room for their offset tables) ...
@@ -309,8 +337,18 @@ TILE_STREAM_NARROW_MIN_ROW = 40
 #: the one under 0.8 beside a control of 2.1). Under 2 MB they measured 0.93x
 #: (0.56-1.39x: the small 2-D ones 0.56-0.78x), and one- and two-byte ones of
 #: 2-8 MB 0.49-2.3x (1.06x over 27 of 4.5-8.3 MB), so those keep their bounds.
-TILE_STREAM_WIDE_SIXTEENTHS = 1
-TILE_L2_WIDE_MIN_TOTAL = 2 << 20
+#: Those figures are from an Intel Xeon with a large L3 (see SMALL_L3).  On an
+#: AMD EPYC with a 32 MiB L3 the cached tile ran far faster under 12 MiB, and
+#: there both bounds are 12 MiB (six sixteenths): in one process on the same
+#: buffers, alternating (2 threads, 6 rounds), a fresh 16 unnamed four- and
+#: eight-byte 2-D transposes, NHWC/NCHW conversions and 4-D to 6-D
+#: permutations of 2-9 MB ran 1.79x faster by geometric mean in cache with
+#: bounds of 8 MiB (1.12-2.52x, every one faster; float32 1350 x 1314 19.0 ->
+#: 29.6 GB/s), a fresh 14 of 8-13 MB 1.15x faster with bounds of 12 MiB than
+#: of 8 (0.90-1.54x), and 14 of 12-17 MB about even with 16 MiB against 12
+#: (1.05x, 0.63-1.42x: 2-D transposes faster, NCHW to NHWC gathers slower).
+TILE_STREAM_WIDE_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_SIXTEENTHS")
+TILE_L2_WIDE_MIN_TOTAL = l3_bound("TILE_L2_WIDE_MIN_TOTAL")
 #: One-byte tile plans whose source rows lie more than CLOSE_ROW_BYTES apart
 #: (a 2-D transpose's) stream from this many eighths of stream_min_total (4
 #: MiB) and go through the L2 buffers from TILE_L2_FAR_BYTE_MIN_TOTAL, the
@@ -319,9 +357,14 @@ TILE_L2_WIDE_MIN_TOTAL = 2 << 20
 #: unnamed uint8 transposes of 4.2-8.4 MB so planned ran 1.22x faster by
 #: geometric mean (0.74-1.86x; 2-D ones from 5.5-8.2 to 7.9-10.3 GB/s).
 #: Two-byte ones of 4.5-8.4 MB measured about even (0.49-1.29x) and keep 8
-#: MiB.
-TILE_STREAM_EIGHTHS_BYTE_FAR = 1
-TILE_L2_FAR_BYTE_MIN_TOTAL = 4 << 20
+#: MiB.  On a machine with a small L3 (SMALL_L3) both bounds are 8 MiB, as for
+#: two-byte values: on an AMD EPYC with a 32 MiB L3, in one process on the
+#: same buffers, alternating (2 threads, 6 rounds), a fresh 16 unnamed uint8
+#: 2-D transposes and NCHW to NHWC scatters of 4.4-7.8 MB ran 1.45x faster by
+#: geometric mean in cache (1.11-1.96x, every one faster; 3139 x 1407 13.9 ->
+#: 27.3 GB/s).
+TILE_STREAM_EIGHTHS_BYTE_FAR = l3_bound("TILE_STREAM_EIGHTHS_BYTE_FAR")
+TILE_L2_FAR_BYTE_MIN_TOTAL = l3_bound("TILE_L2_FAR_BYTE_MIN_TOTAL")
 
 
 #: Contiguous copies stream also when the bytes they read and write

@@ -34,3 +34,19 @@ def far_rows_through_l2_from_16_mib(monkeypatch):
 
     for name in ("TILE_L2_WIDE_MIN_TOTAL", "TILE_L2_FAR_BYTE_MIN_TOTAL", "TILE_L2_FAR_NARROW_MIN_TOTAL"):
         monkeypatch.setattr(_planner, name, _planner.TILE_L2_EARLY_MIN_TOTAL)
+
+
+@pytest.fixture(autouse=True)
+def large_l3_bounds(monkeypatch):
+    # A few planner bounds hang on the size of the machine's L3
+    # (_planner.L3_BOUNDS); the tests plan with those of a large L3 on every
+    # machine, and the ones of a small L3 where they say so.
+    from dmlstride import _engine, _planner
+
+    changed = False
+    for name in _planner.L3_BOUNDS:
+        value = _planner.l3_bound(name, small_l3=False)
+        changed |= getattr(_planner, name) != value
+        monkeypatch.setattr(_planner, name, value)
+    if changed:   # (plans kept by descriptor, made under the others, dropped)
+        _engine._set_stream_min_total(_planner.stream_min_total)

@@ -280,8 +280,10 @@ GUARD_PAGE_SCRIPT = r"""
 import ctypes, mmap
 import numpy as np
 import dmlstride as ds
-from dmlstride import transfer
+from dmlstride import _planner, transfer
 
+for name in _planner.L3_BOUNDS:   # (as conftest's large_l3_bounds)
+    setattr(_planner, name, _planner.l3_bound(name, small_l3=False))
 PAGE = mmap.PAGESIZE
 libc = ctypes.CDLL(None, use_errno=True)
 region = mmap.mmap(-1, SIZE + PAGE)
@@ -343,6 +345,27 @@ def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
     assert plan["stream"] and (plan["l2"] == "both") == l2
     assert 4 << 20 <= desc.total_tensor_size_in_bytes < 8 << 20
     _check_column_major_both_ways(desc, k, j)
+
+
+@pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2048), ("float32", 1001, 1503),
+                                       ("float64", 1040, 1031), ("uint32", 1455, 1655)], ids=str)
+def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, monkeypatch):
+    # With a small L3's bounds (_planner.L3_BOUNDS), one-byte 2-D transposes
+    # with source rows far apart stay in cache (plain stores, no L2 buffers)
+    # under 8 MiB, four- and eight-byte ones under 12 MiB, where a large L3's
+    # stream from 4 and 2 MiB.  Gather and scatter (guard bytes past the
+    # end), against numpy.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    one_byte = dtype == "uint8"
+    assert (4 << 20 if one_byte else 2 << 20) <= desc.total_tensor_size_in_bytes < (8 << 20 if one_byte else 12 << 20)
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["stream"]
+    for name in _planner.L3_BOUNDS:
+        monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    with _stream_threshold(_planner.stream_min_total):   # (drops the plans made above)
+        plan = transfer._plan(desc, "gather").describe()
+        assert (plan["mode"], plan["stream"], plan["l2"]) == ("tile", False, "none")
+        _check_column_major_both_ways(desc, k, j)
 
 
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),

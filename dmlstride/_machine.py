@@ -1,0 +1,55 @@
+"""What the planner needs to know of the machine it runs on.
+
+Private module.  Only the size of the last-level (L3) cache, as the
+operating system reports it: some of the planner's bounds between copying
+through the caches and streaming to memory depend on it (see
+``_planner.SMALL_L3``).
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Where Linux describes the caches of the first CPU (index0, index1, ...,
+#: each with its ``level`` and ``size``).
+CPU0_CACHES = "/sys/devices/system/cpu/cpu0/cache"
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_cache_size(text: str) -> int:
+    """Bytes of a cache size as Linux writes it ("32768K", "1M", "512"); 0
+    where the text is not one.
+
+    >>> parse_cache_size("32768K")
+    33554432
+    >>> parse_cache_size("n/a")
+    0
+    """
+    text = text.strip().upper()
+    unit = text[-1:] if text[-1:] in ("K", "M", "G") else ""
+    digits = text[:-1] if unit else text
+    if not digits.isdigit():
+        return 0
+    return int(digits) * _UNITS[unit]
+
+
+def l3_cache_bytes(caches: str = CPU0_CACHES) -> int:
+    """The size of the first CPU's level-3 cache in bytes, as the system
+    reports it (a virtual machine reports what its host tells it), or 0
+    where there is none or it cannot be read (another operating system)."""
+    try:
+        entries = sorted(e for e in os.listdir(caches) if e.startswith("index"))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            with open(os.path.join(caches, entry, "level")) as f:
+                level = f.read().strip()
+            if level != "3":
+                continue
+            with open(os.path.join(caches, entry, "size")) as f:
+                return parse_cache_size(f.read())
+        except OSError:
+            continue
+    return 0

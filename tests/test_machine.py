@@ -1,0 +1,50 @@
+"""The machine facts the planner reads (dmlstride._machine), from a made-up
+cache description as Linux lays it out."""
+
+import pytest
+
+from dmlstride import _machine, _planner
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("32768K\n", 32 << 20), ("1M", 1 << 20), ("2G", 2 << 30), ("512", 512), ("48k", 48 << 10),
+    ("", 0), ("K", 0), ("n/a", 0), ("-4K", 0), ("1.5M", 0),
+])
+def test_cache_sizes_as_linux_writes_them(text, expect):
+    assert _machine.parse_cache_size(text) == expect
+
+
+def _caches(root, entries):
+    # entries: (level, size) per index directory; None for a file left out.
+    for i, (level, size) in enumerate(entries):
+        d = root / f"index{i}"
+        d.mkdir()
+        if level is not None:
+            (d / "level").write_text(f"{level}\n")
+        if size is not None:
+            (d / "size").write_text(f"{size}\n")
+    return str(root)
+
+
+def test_the_l3_is_the_level_3_entry(tmp_path):
+    root = _caches(tmp_path, [(1, "48K"), (1, "32K"), (2, "2048K"), (3, "266240K")])
+    assert _machine.l3_cache_bytes(root) == 266240 << 10
+
+
+def test_no_l3_or_no_description_reads_0(tmp_path):
+    for sub in "abc":
+        (tmp_path / sub).mkdir()
+    assert _machine.l3_cache_bytes(_caches(tmp_path / "a", [])) == 0
+    assert _machine.l3_cache_bytes(_caches(tmp_path / "b", [(1, "32K"), (2, "1024K")])) == 0
+    assert _machine.l3_cache_bytes(str(tmp_path / "missing")) == 0
+    # an entry without its level or size is passed over
+    assert _machine.l3_cache_bytes(_caches(tmp_path / "c", [(None, "8M"), (3, None), (3, "16M")])) == 16 << 20
+
+
+def test_the_planner_reads_its_profile_from_the_l3():
+    assert _planner.L3_BYTES == _machine.l3_cache_bytes()
+    assert _planner.SMALL_L3 == (0 < _planner.L3_BYTES <= _planner.SMALL_L3_MAX_BYTES)
+    for name, (small, large) in _planner.L3_BOUNDS.items():
+        assert _planner.l3_bound(name, small_l3=True) == small
+        assert _planner.l3_bound(name, small_l3=False) == large
+        assert small >= large, name   # a small L3 keeps copies in cache up to larger sizes
