@@ -1170,34 +1170,7 @@ typedef struct {
     int64_t chunk;
     int64_t total;
     int64_t nchunks;
-    int64_t lanes;
 } job;
-
-/* The chunk of the copy that threads take c-th: the chunks are cut into
-   lanes (one a thread) of nearly equal runs, the longer first, and taken
-   a chunk of each lane in turn.  Threads take chunks in that order as they
-   come free, so chunks that run at the same time lie a lane apart, not
-   side by side: side by side, two threads wrote the lines that neighbouring
-   chunks share (destination rows off line boundaries, cut into segments)
-   at the same moments, and each such line went back and forth between the
-   cores.  In one process, alternating (2 threads): 2-D transposes of
-   3.4-10 MB with rows off line boundaries 1.04-2.2x faster (float32
-   1000 x 1000 1.9-2.2x, int16 1001 x 1777 1.15-1.45x); 23 other
-   conversions and copies (NHWC, 5-D/6-D, 2-D from memory, contiguous)
-   0.92-1.13x, even. */
-static int64_t lane_chunk(int64_t c, int64_t n, int64_t lanes) {
-    const int64_t len = n / lanes, extra = n % lanes;
-    int64_t r, q;
-    if (lanes <= 1 || len == 0) return c;
-    if (c < len * lanes) {
-        r = c % lanes;
-        q = c / lanes;
-    } else {
-        r = c - len * lanes;   /* the last chunk of a longer lane */
-        q = len;
-    }
-    return r * len + (r < extra ? r : extra) + q;
-}
 
 /* Units [t0, t1) of c: tasks of a plain copy's plan p, blocks of a staged
    one. */
@@ -1214,7 +1187,8 @@ static void run_units(const dmls_copy *c, const dmls_plan *p, const char *s, cha
 static void job_chunk(void *ctx, int64_t chunk) {
     const job *j = (const job *)ctx;
     int64_t t0, t1;
-    t0 = lane_chunk(chunk, j->nchunks, j->lanes) * j->chunk;
+    /* (chunks in order: the pool cuts them into lanes, one a thread) */
+    t0 = chunk * j->chunk;
     t1 = t0 + j->chunk < j->total ? t0 + j->chunk : j->total;
     /* A pool thread has its arena before it takes a chunk. */
     run_units(j->c, j->p, j->s, j->d, t0, t1, dmls_scratch());
@@ -1246,7 +1220,6 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
     j.total = units;
     j.chunk = (units + nchunks - 1) / nchunks;
     j.nchunks = (units + j.chunk - 1) / j.chunk;
-    j.lanes = nthreads;
     dmls_parallel(job_chunk, &j, j.nchunks, nthreads);
 }
 

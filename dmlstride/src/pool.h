@@ -1,8 +1,10 @@
 /* A small worker pool that splits a copy into chunks.
 
-   The caller and the workers claim chunks from an atomic counter; the caller
-   runs chunks too and then waits only for the workers that actually joined,
-   so a worker the OS has not scheduled (a busy machine) never delays a copy.
+   The chunks are cut into lanes, one a thread (the caller's first), each
+   claimed from an atomic counter of its own: a thread runs its lane, then
+   what is left of the others'.  The caller runs chunks too and then waits
+   only for the workers that actually joined, so a worker the OS has not
+   scheduled (a busy machine) never delays a copy.
    A call wakes only the helpers it wants (nthreads - 1), one signal each;
    lowering the thread count (dmls_pool_set_threads) lets the surplus workers
    exit.  A thread watches for the other side for up to 50 microseconds
@@ -24,7 +26,9 @@
 
 typedef void (*dmls_chunk_fn)(void *ctx, int64_t chunk);
 
-/* Run fn(ctx, c) for every c < nchunks on up to nthreads threads. */
+/* Run fn(ctx, c) for every c < nchunks on up to nthreads threads, each
+   thread first the chunks of its own lane (a run of about nchunks /
+   threads of them, in order). */
 void dmls_parallel(dmls_chunk_fn fn, void *ctx, int64_t nchunks, int nthreads);
 
 /* Keep at most nthreads - 1 workers: idle surplus workers exit. */

@@ -652,6 +652,50 @@ static void count_chunk(void *ctx, int64_t c) {
     __atomic_fetch_add(&chunk_runs[c], 1, __ATOMIC_RELAXED);
 }
 
+#if DMLSTRIDE_HAVE_THREADS
+/* Which thread ran each chunk, and in what order the chunks started. */
+static int64_t lane_seq_next;
+static int lane_tid_next;
+static __thread int lane_tid;
+static int64_t *chunk_seq;
+static int *chunk_tid;
+static void note_chunk(void *ctx, int64_t c) {
+    (void)ctx;
+    if (lane_tid == 0) lane_tid = __atomic_add_fetch(&lane_tid_next, 1, __ATOMIC_RELAXED);
+    chunk_tid[c] = lane_tid;
+    chunk_seq[c] = __atomic_fetch_add(&lane_seq_next, 1, __ATOMIC_RELAXED);
+    usleep(200);   /* long enough for the helper to join */
+}
+
+/* Two threads: the chunks are cut into two lanes of nearly equal runs (the
+   longer first), the caller's lane 0.  Whatever the timing, each lane is a
+   run its owner took from the front, in order, then a run the other thread
+   took from the back, last first. */
+static void test_pool_lanes(void) {
+    static const int64_t counts[] = {2, 3, 16, 17, 40};
+    int i;
+    for (i = 0; i < (int)(sizeof counts / sizeof counts[0]); i++) {
+        const int64_t n = counts[i], len = n / 2, bounds[3] = {0, len + n % 2, n};
+        int64_t c, r, m;
+        int ok = 1;
+        chunk_seq = calloc((size_t)n, sizeof *chunk_seq);
+        chunk_tid = calloc((size_t)n, sizeof *chunk_tid);
+        lane_seq_next = 0;
+        dmls_parallel(note_chunk, NULL, n, 2);
+        for (r = 0; r < 2; r++) {
+            const int64_t a = bounds[r], b = bounds[r + 1];
+            for (m = a + 1; m < b && chunk_tid[m] == chunk_tid[a] && chunk_seq[m] > chunk_seq[m - 1]; m++) {}
+            for (c = m + 1; c < b; c++)
+                if (chunk_seq[c] > chunk_seq[c - 1] || chunk_tid[c] != chunk_tid[m]) ok = 0;
+        }
+        CHECK(ok, "pool lanes: %lld chunks, each lane taken from its front in order, the rest from its back",
+              (long long)n);
+        free(chunk_seq);
+        free(chunk_tid);
+    }
+}
+#endif
+
 static void test_pool(void) {
     int threads, rep;
     char *mine = dmls_scratch(), *theirs = NULL;
@@ -674,6 +718,7 @@ static void test_pool(void) {
         }
     free(chunk_runs);
 #if DMLSTRIDE_HAVE_THREADS
+    test_pool_lanes();
     CHECK(dmls_pool_workers() == 15, "pool: 15 workers for 16 threads, got %d", dmls_pool_workers());
     dmls_pool_set_threads(2);
     for (rep = 0; rep < 500 && dmls_pool_workers() > 1; rep++) usleep(2000);
