@@ -40,8 +40,8 @@ L3_BYTES = l3_cache_bytes()
 #: Machines whose L3 is at most this many bytes (an AMD EPYC's 32 MiB a core
 #: complex, a desktop part's) read and write a mid-size copy (a few MiB)
 #: from the L3 far faster than from memory, and some transposes stay in
-#: cache longer there (SMALL_L3): see TILE_STREAM_WIDE_SIXTEENTHS and
-#: TILE_STREAM_EIGHTHS_BYTE_FAR.  A larger L3 (a server's, shared over a mesh
+#: cache longer there (SMALL_L3): see TILE_STREAM_WIDE_SIXTEENTHS,
+#: TILE_STREAM_EIGHTHS_BYTE_FAR and BLOCK_TALL_TILE_MIN_WIDTH.  A larger L3 (a server's, shared over a mesh
 #: by many cores: 260 MiB as an Intel Xeon virtual machine reports it) gave
 #: each core less of it than streaming to memory did.  Where the size is
 #: unknown, the bounds of a large L3.
@@ -53,6 +53,8 @@ L3_BOUNDS = {
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
     "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
     "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
+    "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
+    "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
 }
 
 
@@ -296,8 +298,15 @@ BLOCK_TALL_TILE_MAX_TOTAL = 10 << 20
 #: and eight-byte values with J of 32-96 bytes (0.63-0.90x; one uint8 0.85x,
 #: an eight-byte J of 512 bytes 0.87x), hence these bounds;
 #: with them, a fresh 28 of 1-10 MB ran 1.20x faster (0.85-1.96x).
-BLOCK_TALL_TILE_MIN_WIDTH = 4
-BLOCK_TALL_TILE_MAX_J_BYTES = 64
+#: On a machine with a small L3 (SMALL_L3: the AMD EPYC, 1 MiB of L2 a core)
+#: the tall tiles won again for two-byte and wider values whatever their J
+#: (512 bytes: no bound under 64 values of j): in one process on the same
+#: buffers, alternating (2 threads, 6 rounds), 18 unnamed permutations of
+#: 2-10 MB ran 1.21x faster with every width (0.95-1.66x), a fresh 18 1.08x
+#: whose one-byte ones ran 0.58-0.86x (the other 15 1.17x), and with the
+#: two-byte bound a fresh 18 1.23x (0.90-1.81x, 15 faster).
+BLOCK_TALL_TILE_MIN_WIDTH = l3_bound("BLOCK_TALL_TILE_MIN_WIDTH")
+BLOCK_TALL_TILE_MAX_J_BYTES = l3_bound("BLOCK_TALL_TILE_MAX_J_BYTES")
 
 
 #: Transposes (tile and block plans) stream from this many eighths of

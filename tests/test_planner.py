@@ -966,6 +966,25 @@ def test_four_line_block_tiles_only_for_wider_values_within_a_line(monkeypatch, 
     assert plan() == 4
 
 
+@pytest.mark.parametrize("dtype,j,lines", [
+    ("float32", 13, 4), ("float64", 8, 4), ("float32", 17, 4), ("float64", 9, 4),
+    ("int16", 25, 4), ("float16", 40, 4),      # two-byte values, J past a line
+    ("uint8", 60, 1), ("int8", 20, 1),         # one-byte values keep tiles one line tall
+])
+def test_four_line_block_tiles_for_two_byte_values_and_up_with_a_small_l3(monkeypatch, dtype, j, lines):
+    # With a small L3's bounds (_planner.L3_BOUNDS), blocks whose k rows are
+    # adjacent in the destination take tiles four source lines tall for
+    # values of two bytes or more whatever their J (up to 64 values).
+    for name in ("BLOCK_TALL_TILE_MIN_WIDTH", "BLOCK_TALL_TILE_MAX_J_BYTES"):
+        monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    sizes = [24, 32, 8, 16, j]
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, [4, 2, 0, 1, 3])
+    packed = list(ds.BufferTensorDesc(dtype, sizes).effective_strides)
+    info = _planner.describe(_planner.plan_copy(sizes, list(desc.effective_strides), packed, desc.element_bits))
+    assert info["mode"] == "block" and info["inner"][0] == j
+    assert info["block"]["lines"] == lines
+
+
 @pytest.mark.parametrize("rows,cols,bits,streams", [
     (3001, 3011, 8, True),      # 9.0 MB of bytes, source rows 3001 bytes apart
     (2203, 2017, 16, True),     # 8.9 MB of int16
