@@ -1279,11 +1279,6 @@ def group_stops(merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
             yield merged.index(whole), whole[0] - whole[0] % room
 
 
-def group_stop(merged: list[Dim], width: int) -> tuple[int, int] | None:
-    """The first of group_stops, or None if there is none."""
-    return next(group_stops(merged, width), None)
-
-
 def split_for_block(main: KernelPlan, dims: list[Dim],
                     width: int) -> tuple[KernelPlan, KernelPlan, int, int, list[Dim]] | None:
     """A copy of ``dims`` (size, source and destination strides in bytes)
@@ -1486,8 +1481,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         if block is not None and (runs is None or runs.tile[0] * run < RUN_BLOCK_TILE_BYTES
                                   or partial_run_rows(runs, run)):
             return block
-        if runs is not None and (run <= RUN_TILE_MAX or wide_runs_tile(runs, run)
-                                 or wide_runs_revisited(runs, run, outer, count * width)):
+        if runs is not None and (run <= RUN_TILE_MAX or wide_runs_tile(runs, run, outer)):
             return runs
     tile = None
     if inner_ss == width and inner_ds == width:
@@ -1708,13 +1702,6 @@ RUN_WIDE_TILE_BYTES = 1024
 RUN_WIDE_PIECE_BYTES = 512
 
 
-def wide_runs_tile(runs: KernelPlan, run: int) -> bool:
-    """Whether a transpose of runs wider than RUN_TILE_MAX bytes takes the
-    run tile ``runs`` (plan_runs): see RUN_TILE_WIDE_MAX."""
-    return (2 * runs.dst_bytes >= stream_min_total and runs.tile[0] * run >= RUN_WIDE_TILE_BYTES
-            and runs.inner[0] * run >= RUN_WIDE_PIECE_BYTES)
-
-
 #: ... and, whatever those two bounds, where a copy a run would read a source
 #: line that two runs share, then WIDE_RUN_REVISIT_BYTES or more later read
 #: it again (revisit_bytes: the source-adjacent run's dimension is an outer
@@ -1732,14 +1719,18 @@ WIDE_RUN_REVISIT_BYTES = 128 << 10
 WIDE_RUN_REVISIT_ROW_BYTES = 128
 
 
-def wide_runs_revisited(runs: KernelPlan, run: int, outer: list[Dim], dst_bytes: int) -> bool:
+def wide_runs_tile(runs: KernelPlan, run: int, outer: list[Dim]) -> bool:
     """Whether a transpose of runs wider than RUN_TILE_MAX bytes takes the
-    run tile ``runs`` because a copy a run (in the order of its outer
-    dimensions ``outer``) would read shared source lines twice, far apart:
-    see WIDE_RUN_REVISIT_BYTES."""
-    if 2 * runs.dst_bytes < stream_min_total or runs.tile[0] * run < WIDE_RUN_REVISIT_ROW_BYTES:
+    run tile ``runs`` (plan_runs) rather than a copy a run in the order of
+    its outer dimensions ``outer``: see RUN_TILE_WIDE_MAX and
+    WIDE_RUN_REVISIT_BYTES."""
+    if 2 * runs.dst_bytes < stream_min_total:
         return False
-    streams = copy_streams("memcpy", outer + [(1, run, run)], dst_bytes)
+    if runs.tile[0] * run >= RUN_WIDE_TILE_BYTES and runs.inner[0] * run >= RUN_WIDE_PIECE_BYTES:
+        return True
+    if runs.tile[0] * run < WIDE_RUN_REVISIT_ROW_BYTES:
+        return False
+    streams = copy_streams("memcpy", outer + [(1, run, run)], runs.dst_bytes)
     return revisit_bytes(short_rows_order(outer, run, streams), run, 1) >= WIDE_RUN_REVISIT_BYTES
 
 

@@ -786,9 +786,9 @@ def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     # is the 50 values of source stride 1, J the 28 of destination stride 1
     # and room for 1024 // 28 = 36 more; 83 has no divisor past 1.
     merged = [(22, 1400, 2556400), (50, 1, 51128), (22, 30800, 2324), (83, 677600, 28), (28, 50, 1)]
-    assert _planner.group_stop(merged, 1) == (3, 72)
+    assert next(_planner.group_stops(merged, 1), None) == (3, 72)
     merged[3] = (80, 677600, 28)   # 20 of 80 fits: more than half the room
-    assert _planner.group_stop(merged, 1) is None
+    assert next(_planner.group_stops(merged, 1), None) is None
 
 
 def test_a_copy_element_by_element_tries_the_destination_groups_stop(monkeypatch):
@@ -835,12 +835,12 @@ def test_group_stop_cuts_a_dimension_k_took_a_small_divisor_of(monkeypatch):
     # of source stride 2 and 2 of the 37078 (2 x 18539), 4 values in all;
     # 37078 is cut at 72 x 512 (K's room past the first dimension).
     merged = [(2, 2, 16759256), (37078, 4, 452), (226, 148312, 2)]
-    assert _planner.group_stop(merged, 2) == (1, 36864)
+    assert next(_planner.group_stops(merged, 2), None) == (1, 36864)
     monkeypatch.setattr(_planner, "SPLIT_PIECES", False)
-    assert _planner.group_stop(merged, 2) is None
+    assert next(_planner.group_stops(merged, 2), None) is None
     monkeypatch.undo()
     merged[1] = (37080, 4, 452)   # 360 of 37080 fits, more than half of 512
-    stop = _planner.group_stop(merged, 2)
+    stop = next(_planner.group_stops(merged, 2), None)
     assert stop is None or stop[0] != 1   # (J's own dimension may still be cut)
 
 

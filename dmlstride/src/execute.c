@@ -1169,7 +1169,6 @@ typedef struct {
     char *d;
     int64_t chunk;
     int64_t total;
-    int64_t nchunks;
 } job;
 
 /* Units [t0, t1) of c: tasks of a plain copy's plan p, blocks of a staged
@@ -1219,8 +1218,8 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
     j.d = d;
     j.total = units;
     j.chunk = (units + nchunks - 1) / nchunks;
-    j.nchunks = (units + j.chunk - 1) / j.chunk;
-    dmls_parallel(job_chunk, &j, j.nchunks, nthreads);
+    nchunks = (units + j.chunk - 1) / j.chunk;
+    dmls_parallel(job_chunk, &j, nchunks, nthreads);
 }
 
 void dmls_run(const dmls_copy *c, const char *s, char *d, int nthreads, char *scratch) {
