@@ -165,6 +165,7 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.block_lines = kp.block.lines
         c.block_whole = kp.block.whole
         c.block_next = kp.block.next
+        c.block_dst_ahead = kp.block.dst_ahead
     return 0
 
 

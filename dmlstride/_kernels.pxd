@@ -74,6 +74,7 @@ cdef extern from "src/plan.h":
         int block_lines
         int block_whole
         int block_next
+        int block_dst_ahead
         int l2
         int stage_tasks
 

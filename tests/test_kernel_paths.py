@@ -2594,8 +2594,17 @@ def test_rows_far_apart_in_both_orders_run_in_pairs(dtype, sizes, order, op, thr
 
 @pytest.fixture
 def blocks_ask_ahead(monkeypatch):
-    # Blocks in place ask for the next block's first tiles from 0 bytes.
+    # Blocks in place ask for the next block's first tiles, and for the
+    # destination lines of the tiles ahead, from 0 bytes.
+    monkeypatch.setattr(_planner, "BLOCK_DST_AHEAD_MIN_TOTAL", 0)
     yield from _planner_setting(monkeypatch, "BLOCK_NEXT_MIN_TOTAL", 0)
+
+
+@pytest.fixture
+def blocks_ask_for_destination_lines(monkeypatch):
+    # Blocks in place ask for the destination lines of the tiles ahead from 0
+    # bytes (the copies below are smaller than the planner's bound).
+    yield from _planner_setting(monkeypatch, "BLOCK_DST_AHEAD_MIN_TOTAL", 0)
 
 
 # Blocks in place whose last tiles ask for the lines of the next block's
@@ -2645,7 +2654,8 @@ ASKING_ROW_BLOCKS = [
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op", ASKING_ROW_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in ASKING_ROW_BLOCKS])
-def test_blocks_in_place_with_rows_of_up_to_1_kib_ask_for_their_lines(dtype, sizes, order, op, level, threads):
+def test_blocks_in_place_with_rows_of_up_to_1_kib_ask_for_their_lines(dtype, sizes, order, op, level, threads,
+                                                                      blocks_ask_for_destination_lines):
     width = np.dtype(dtype).itemsize
 
     def check_plan(plan):
@@ -2659,6 +2669,49 @@ def test_blocks_in_place_with_rows_of_up_to_1_kib_ask_for_their_lines(dtype, siz
 
 def _main_plan(dtype, sizes, order, op):
     return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+
+
+def test_blocks_ask_for_destination_lines_ahead_from_the_size_bound(monkeypatch):
+    # 48.6 MB in place: over the bound; with a last dimension of 8, a copy of 7.2 MB,
+    # under it.
+    big = ("uint8", (45, 37, 18, 10, 3, 54), (3, 2, 5, 1, 0, 4), "gather")
+    small = ("uint8", (45, 37, 18, 10, 3, 8), (3, 2, 5, 1, 0, 4), "gather")
+    plan = _main_plan(*big)
+    assert plan.mode == "block" and plan.l2 == 0 and not plan.stream and not plan.block.whole
+    assert plan.dst_bytes >= _planner.BLOCK_DST_AHEAD_MIN_TOTAL and plan.block.dst_ahead
+    under = _main_plan(*small)
+    assert under.mode == "block" and under.l2 == 0 and not under.stream
+    assert under.dst_bytes < _planner.BLOCK_DST_AHEAD_MIN_TOTAL and not under.block.dst_ahead
+    monkeypatch.setattr(_planner, "BLOCK_DST_AHEAD_MIN_TOTAL", under.dst_bytes)
+    assert _main_plan(*small).block.dst_ahead
+    monkeypatch.setattr(_planner, "BLOCK_DST_AHEAD_MIN_TOTAL", under.dst_bytes + 1)
+    assert not _main_plan(*small).block.dst_ahead
+    # The bound leaves the next block's asks alone.
+    monkeypatch.setattr(_planner, "BLOCK_DST_AHEAD_MIN_TOTAL", 1 << 40)
+    assert _main_plan(*big).block.next and not _main_plan(*big).block.dst_ahead
+
+
+@pytest.fixture(params=[0, 1 << 40], ids=["asking", "not-asking"])
+def dst_ahead_bound(request, monkeypatch):
+    # Blocks ask for the destination lines of the tiles ahead from 0 bytes, or never.
+    for _ in _planner_setting(monkeypatch, "BLOCK_DST_AHEAD_MIN_TOTAL", request.param):
+        yield request.param
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", NEXT_BLOCKS[:6] + ASKING_ROW_BLOCKS[:3] + [LINE_ROWS_IN_PLACE[0][:4]],
+                         ids=str)
+def test_blocks_in_place_with_and_without_destination_asks(dtype, sizes, order, op, level, threads,
+                                                           dst_ahead_bound):
+    # The same blocks in place (a few tiles, padded sides, tall tiles, rows
+    # of up to 1 KiB, long rows) asking for the destination lines of the
+    # tiles ahead or not, gathered and scattered against numpy.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.l2 == 0 and not plan.stream
+        assert plan.block.dst_ahead == (dst_ahead_bound == 0)
+
+    with _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
 def test_blocks_ask_for_the_next_only_in_place_or_whole_and_from_the_size_bound(monkeypatch):

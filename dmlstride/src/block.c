@@ -68,9 +68,12 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2 };
    asking too ran 0.89-1.16x (16, 1.00x by geometric mean but one 1.92x:
    a band of 59 KB). */
 #define DMLS_ASK_BAND_BYTES 32768
-/* block_tiles' pf: ask for the source lines of the tiles ahead, and for
-   the destination lines of wide bands (the destination is in memory). */
-enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2 };
+/* block_tiles' pf: ask for the source lines of the tiles ahead; for the
+   destination lines of the tiles ahead (rows as bounded below); and for
+   those of wide bands too (the destination is in memory).  Copies the
+   caches hold ask for their source lines alone (the planner's
+   BLOCK_DST_AHEAD_MIN_TOTAL). */
+enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2, DMLS_ASK_DST_ROWS = 4 };
 #if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile,
    into the N rows at rows (their value j on). */
@@ -216,7 +219,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                But one- to four-byte rows of up to 1 KiB, whose tiles
                write 64 to 256 bytes of each, gain from them too
                (DMLS_ASK_ROW_BYTES). */
-            if (!dstage && !nt && L == 1 && da != NULL &&
+            if ((pf & DMLS_ASK_DST_ROWS) && !dstage && !nt && L == 1 && da != NULL &&
                     (jn * W <= (W <= 4 ? DMLS_ASK_ROW_BYTES : 256) ||
                      ((pf & DMLS_ASK_DST_BAND) && kn * (jn < TJ ? jn : TJ) * W > DMLS_ASK_BAND_BYTES))) {
                 int64_t nk2 = nb2 / W, e = nj2 * W - 1;
@@ -321,8 +324,8 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
    destination lines with streaming stores; the caller guarantees
    !dstage, d + kd[k] line-aligned, and jn and the tile width
    DMLS_BJ / lines multiples of 64 / W.  pf: DMLS_ASK_SRC, prefetch the
-   source lines of the tiles ahead (not for a source already in cache; the
-   destination's are prefetched either way, for short rows), with
+   source lines of the tiles ahead (not for a source already in cache);
+   DMLS_ASK_DST_ROWS, the destination's, for short rows; with
    DMLS_ASK_DST_BAND the destination's of wide bands too (a destination in
    memory, not a buffer).  s_next, d_next: the next block's source and
    destination (the same tables), whose first tiles' lines the last tiles
@@ -406,7 +409,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
             dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
-                                p->block_lines, 0, 0, tiles, NULL, NULL);
+                                p->block_lines, 0, DMLS_ASK_DST_ROWS, tiles, NULL, NULL);
                 continue;
             }
             dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, tiles);
@@ -524,7 +527,7 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     group_offsets(&runs, roff);
     if (jn * kn * w < DMLS_WHOLE_AHEAD_MIN_BYTES || jn * kn * w > DMLS_WHOLE_AHEAD_BYTES) s_next = NULL;
     block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
-                    p->block_lines, 0, DMLS_ASK_SRC, tiles, s_next, NULL);
+                    p->block_lines, 0, DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_ROWS : 0), tiles, s_next, NULL);
     for (r = 0, jr = 0; r < nruns; r++) {
         if (s_next != NULL)
             for (; jr < jn * (r + 1) / nruns; jr++) dmls_prefetch_l2_lines(s_next + js[jr], kn * w);
@@ -539,6 +542,8 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     const int64_t *kd = (const int64_t *)scratch + DMLS_BLOCK_GROUP;
     char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
     const int64_t w = p->width, jn = j1 - j0, kn = p->kgroup.elems;
+    /* what blocks in place ask for ahead */
+    const int ask = DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_BAND | DMLS_ASK_DST_ROWS : 0);
     int64_t ja = 0, body = 0;
     d += j0 * w;
     if (dmls_run_block_width(w)) {
@@ -551,7 +556,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
         /* The streaming line kernels below are not planned for these. */
         if (!block_through_l2(p, s, js, jn, d, kd, j0 == 0 && j1 == p->inner_size ? s_next : NULL, tiles))
             block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                            p->block_lines, 0, DMLS_ASK_SRC, tiles, NULL, NULL);
+                            p->block_lines, 0, DMLS_ASK_SRC | DMLS_ASK_DST_ROWS, tiles, NULL, NULL);
         return;
     }
     if (p->block_whole && j0 == 0 && j1 == p->inner_size &&
@@ -566,7 +571,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     if (body == 0) {
         const int whole_j = p->block_next && j0 == 0 && j1 == p->inner_size;
         block_transpose(p->width, s, js, jn, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles,
+                        p->block_lines, 0, ask, tiles,
                         whole_j ? s_next : NULL, whole_j ? d_next : NULL);
         return;
     }
@@ -579,11 +584,11 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
        faster; blocks of wider values, and with no such columns, even. */
     if (ja > 0)
         block_transpose(p->width, s, js, ja, d, kd, kn, p->block_stage_src, p->block_stage_dst,
-                        p->block_lines, 0, DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles, NULL, NULL);
+                        p->block_lines, 0, ask, tiles, NULL, NULL);
     block_transpose(p->width, s, js + ja, body, d + ja * w, kd, kn, p->block_stage_src, 0,
                     p->block_lines, 1, DMLS_ASK_SRC, tiles, NULL, NULL);
     if (ja + body < jn)
         block_transpose(p->width, s, js + ja + body, jn - ja - body, d + (ja + body) * w, kd, kn,
                         p->block_stage_src, p->block_stage_dst, p->block_lines, 0,
-                        DMLS_ASK_SRC | DMLS_ASK_DST_BAND, tiles, NULL, NULL);
+                        ask, tiles, NULL, NULL);
 }

@@ -165,6 +165,7 @@ typedef struct {
     int block_lines;        /* source lines of k per tile row (1 or 4) */
     int block_whole;        /* each block into a buffer, streamed out whole (dmls_block) */
     int block_next;         /* in place or whole: ask for the next block's lines (dmls_block) */
+    int block_dst_ahead;    /* in place or whole: ask for the destination lines of the tiles ahead (dmls_block) */
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
     /* MODE_TILE that streams: a task whose destination is one run (rows
        back to back) and whose rows would take the cached tile is
