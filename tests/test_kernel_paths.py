@@ -2672,8 +2672,8 @@ def _main_plan(dtype, sizes, order, op):
 
 
 def test_blocks_ask_for_destination_lines_ahead_from_the_size_bound(monkeypatch):
-    # 48.6 MB in place: over the bound; with a last dimension of 8, a copy of 7.2 MB,
-    # under it.
+    # 48.6 MB in place: over the bound; with a last dimension of 8 rather
+    # than 54, a copy of 7.2 MB, under it.
     big = ("uint8", (45, 37, 18, 10, 3, 54), (3, 2, 5, 1, 0, 4), "gather")
     small = ("uint8", (45, 37, 18, 10, 3, 8), (3, 2, 5, 1, 0, 4), "gather")
     plan = _main_plan(*big)

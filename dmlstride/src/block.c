@@ -527,7 +527,8 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     group_offsets(&runs, roff);
     if (jn * kn * w < DMLS_WHOLE_AHEAD_MIN_BYTES || jn * kn * w > DMLS_WHOLE_AHEAD_BYTES) s_next = NULL;
     block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
-                    p->block_lines, 0, DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_ROWS : 0), tiles, s_next, NULL);
+                    p->block_lines, 0, DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_ROWS : 0), tiles,
+                    s_next, NULL);
     for (r = 0, jr = 0; r < nruns; r++) {
         if (s_next != NULL)
             for (; jr < jn * (r + 1) / nruns; jr++) dmls_prefetch_l2_lines(s_next + js[jr], kn * w);

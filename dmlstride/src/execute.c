@@ -248,12 +248,12 @@ static inline void segment_range(const dmls_plan *p, int64_t seg, int64_t shift,
    destination by rows of k, and the destination lines that neighbouring
    segments of a row share are written by one thread.  Pieces in turn
    within each segment, as they were, handed the two threads neighbouring
-   segments of the same rows on every call: on this VM, whenever its two
-   vCPUs were placed on cores far apart (a cache-line round trip between
-   them of 320-350 ns rather than 50-65 ns, for tens of seconds at a time),
-   each such line crossed between their caches on every call, and a 1978 x
-   1103 uint32 gather on two threads ran at 7-11 GB/s, half its speed on
-   one.  Two builds alternating, each round timed between two round-trip
+   segments of the same rows on every call: on a virtual machine of two
+   vCPUs, whenever they were placed on cores far apart (a cache-line round
+   trip between them of 320-350 ns rather than 50-65 ns, for tens of
+   seconds at a time), each such line crossed between their caches on
+   every call, and a 1978 x 1103 uint32 gather on two threads ran at 7-11
+   GB/s, half its speed on one.  Two builds alternating, each round timed between two round-trip
    probes (2 threads, 24 rounds): 16 unnamed copies planned in pieces of 3-16
    MB ran 1.25x faster by geometric mean with the cores far apart (0.93-3.28x;
    2-D uint32 and float64 gathers 1.31-3.28x) and 1.05x with them close
