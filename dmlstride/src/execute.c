@@ -253,11 +253,12 @@ static inline void segment_range(const dmls_plan *p, int64_t seg, int64_t shift,
    trip between them of 320-350 ns rather than 50-65 ns, for tens of
    seconds at a time), each such line crossed between their caches on
    every call, and a 1978 x 1103 uint32 gather on two threads ran at 7-11
-   GB/s, half its speed on one.  Two builds alternating, each round timed between two round-trip
-   probes (2 threads, 24 rounds): 16 unnamed copies planned in pieces of 3-16
-   MB ran 1.25x faster by geometric mean with the cores far apart (0.93-3.28x;
-   2-D uint32 and float64 gathers 1.31-3.28x) and 1.05x with them close
-   (0.84-1.21x; a 2222 x 1333 uint32 gather 0.84x). */
+   GB/s, half its speed on one.  Two builds alternating, each round timed
+   between two round-trip probes (2 threads, 24 rounds): 16 unnamed copies
+   planned in pieces of 3-16 MB ran 1.25x faster by geometric mean with the
+   cores far apart (0.93-3.28x; 2-D uint32 and float64 gathers
+   1.31-3.28x) and 1.05x with them close (0.84-1.21x; a 2222 x 1333 uint32
+   gather 0.84x). */
 static void run_pieces(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     dmls_plan q = *p;
     const int64_t per_piece = p->outer_count * p->segments;
