@@ -5247,3 +5247,29 @@ def test_runs_of_packed_tiles(dtype, level, stream, threads):
     if w == 8:
         expect.discard("padded")   # every side has at least 2 values
     assert expect <= kinds
+
+
+# Two-byte blocks whose tiles have 16 columns of j or more go as pairs of
+# micro-blocks side by side in j in every band of 8 rows of k (one
+# 32-byte store a destination row); narrower ones as pairs one above the
+# other.  Blocks of 1035, 120, 40 and 13 columns (120 and 40: an odd number
+# of 8-column micro-blocks, the last one alone), 59, 39, 704 and 742 rows
+# of k (a ragged last band in most).  (dtype, sizes, layout order, op, K x J)
+TWO_BYTE_BLOCKS = [
+    ("int16", (59, 23, 45), (2, 1, 0), "gather", (59, 1035)),
+    ("float16", (4, 24, 30, 39), (1, 3, 0, 2), "scatter", (39, 120)),
+    ("int16", (40, 12, 16, 22), (2, 1, 3, 0), "scatter", (704, 40)),
+    ("float16", (53, 26, 14, 13), (3, 1, 0, 2), "gather", (742, 13)),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,split", TWO_BYTE_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-k{c[4][0]}xj{c[4][1]}" for c in TWO_BYTE_BLOCKS])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_two_byte_blocks_as_pairs_side_by_side_or_one_above_the_other(dtype, sizes, order, op, split, level,
+                                                                      threads):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and plan.width == 2
+    assert (plan.block.k_elems, plan.block.j_elems) == split
+    with _isa_level(level):
+        check()

@@ -116,7 +116,8 @@ typedef struct {
        dr[k] + j * W destination row k at j), for every j < nj (a multiple of
        N) and k below the value returned (a multiple of 2N, at most nk; or nk
        itself where nk = N, a single row of micro-blocks done as pairs side
-       by side in j). */
+       by side in j, and for 2-byte values with nj >= 16, every row done
+       so). */
     int64_t (*block_pairs)(int W, const char *const *sr, char *const *dr, int64_t nk, int64_t nj);
     /* The cached tile transpose's blocks 32 bytes wide (transpose-avx2.c):
        source row j at s + j * sj (k contiguous), destination row k at
@@ -127,8 +128,9 @@ typedef struct {
     int64_t (*tile_wide)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
                          int64_t *jdone);
     /* The same for 1- and 2-byte values in blocks of 16 / W values of k
-       by 32 / W of j (a pair of micro-blocks side by side in j), for bands
-       too short for tile_wide's (0 and 0 for wider values). */
+       by 32 / W of j (a pair of micro-blocks side by side in j), for tiles
+       of 32 / W columns or more and for bands too short for tile_wide's (0
+       and 0 for wider values). */
     int64_t (*tile_jpairs)(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
                            int64_t *jdone);
     /* nt_transpose for destination rows off line boundaries (d and dk

@@ -59,9 +59,10 @@ static AVX2 int64_t tile_wide_avx2(int W, const char *s, int64_t sj, char *d, in
     *jdone = jw;
     return kw;
 }
-/* Bands of N to 2N - 1 rows of 1- or 2-byte values (and the last N rows
-   of a ragged band): N x 2N pairs side by side in j, where the SSE2
-   micro-blocks did them at twice the shuffles per byte (NHWC to NCHW
+/* 1- or 2-byte values as N x 2N pairs side by side in j: tiles of 2N
+   columns or more (see dmls_simd_transpose), and bands of N to 2N - 1
+   rows (and the last N rows of a ragged band) of narrower ones, where the
+   SSE2 micro-blocks did them at twice the shuffles per byte (NHWC to NCHW
    gathers of 19-30 uint8 channels and 9-14 uint16 or float16 ones, 6.6-14
    MB on 2 threads, ran 1.07-1.46x faster over two runs of two alternating
    builds).  Wider values: none.  Kept apart from tile_wide_avx2: folded
