@@ -139,6 +139,10 @@ BLOCK_L2_RUN = 1024
 #: bytes (a 3001 x 5003 float32 transpose: 0.61 -> 0.75 of the limit with
 #: 1280-byte runs instead of 256).
 L2_TILE_RUN = 1024
+#: A tile's L2 chunks take its source rows whole up to this many bytes only
+#: where its destination rows are longer (the C side's DMLS_TILE_L2_WHOLE_ROW,
+#: see plan.h): longer ones give way to destination runs of BLOCK_L2_RUN.
+TILE_L2_WHOLE_ROW = 256
 #: ... and source rows of at least this many bytes: shorter ones (an NHWC to
 #: NCHW gather of up to 15 float32 or 31 int16 channels) take the cached tile.
 L2_TILE_MIN_SOURCE_ROW = 64
@@ -632,18 +636,21 @@ def block_pitch(n: int) -> int:
     return p + 64 if p % 4096 == 0 else p
 
 
-def block_chunks(width: int, jtot: int, ktot: int) -> tuple[int, int]:
+def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False) -> tuple[int, int]:
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
-    side's dmls_block_chunks): the whole block when both buffers (and the
-    row table) hold it;
+    side's dmls_block_chunks; a tile's when ``tile``): the whole block when
+    both buffers (and the row table) hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
-    whole lines as fit on the other; (0, 0) when not even 16 bytes do."""
+    whole lines as fit on the other; (0, 0) when not even 16 bytes do.
+    Source rows of up to BLOCK_L2_RUN bytes are taken whole, except a
+    tile's longer than TILE_L2_WHOLE_ROW bytes and shorter than its
+    destination rows (see plan.h)."""
     room, e = BLOCK_L2_ROOM, 64 // width
     if (jtot <= BLOCK_L2_ROWS and jtot * block_pitch(ktot * width) <= room
             and ktot * block_pitch(jtot * width) <= room):
         return jtot, ktot
     j, k = jtot, ktot
-    if ktot * width <= BLOCK_L2_RUN:
+    if ktot * width <= BLOCK_L2_RUN and not (tile and ktot * width > TILE_L2_WHOLE_ROW and jtot > ktot):
         j = min(room // block_pitch(ktot * width), (room // ktot // 64 - 1) * e)
         j = min(j - j % e, BLOCK_L2_ROWS, jtot)
     else:
@@ -2517,7 +2524,7 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if m.block is not None:
         return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
     assert m.tile is not None
-    return block_chunks(m.width, m.segment_len, task_k(m))
+    return block_chunks(m.width, m.segment_len, task_k(m), tile=True)
 
 
 def describe(plan: CopyPlan) -> dict:

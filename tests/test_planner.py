@@ -35,19 +35,31 @@ def test_c_limits_agree_with_python():
     assert _engine.JOIN_MIN_TASKS == _planner.JOIN_MIN_TASKS
 
 
+@pytest.mark.parametrize("tile", [False, True], ids=["block", "tile"])
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
-def test_block_chunks_agree_with_the_kernels(width):
+def test_block_chunks_agree_with_the_kernels(width, tile):
     # The planner's copies of the kernels' L2 chunking and buffer pitch
     # decide which blocks go through L2 and at what cost: over J and K from
     # 1 to 4096 (every length up to 160, then steps that hit multiples of
     # lines and of 4 KiB pitches and the odd lengths beside them), both
-    # must give the same chunks and the same pitch.
+    # must give the same chunks and the same pitch, a block's and a tile's.
     lengths = sorted(set(range(1, 161)) | {n + d for n in range(192, 4097, 64) for d in (-1, 0, 1)})
     for jn in lengths:
         for kn in lengths[::7]:
-            jc, kc, pitch = _engine._block_chunks(width, jn, kn)
-            assert (jc, kc) == _planner.block_chunks(width, jn, kn), (jn, kn)
+            jc, kc, pitch = _engine._block_chunks(width, jn, kn, tile)
+            assert (jc, kc) == _planner.block_chunks(width, jn, kn, tile), (jn, kn)
             assert pitch == _planner.block_pitch(jn * width), jn
+
+
+def test_a_tile_chunk_takes_long_destination_runs_where_a_block_takes_whole_rows():
+    # Source rows of 607 one-byte values and longer destination rows: a
+    # block's chunk takes them whole (448 of them), a tile's 1024 values
+    # of j and whole lines of k; rows of 256 bytes stay whole in both.
+    assert _planner.block_chunks(1, 4915, 607) == (448, 607)
+    jc, kc = _planner.block_chunks(1, 4915, 607, tile=True)
+    assert jc == _planner.BLOCK_L2_RUN and 0 < kc < 607 and kc % 64 == 0
+    assert _planner.block_chunks(1, 4915, 256, tile=True)[1] == 256
+    assert _planner.block_chunks(2, 4915, 300, tile=True)[0] == _planner.BLOCK_L2_RUN // 2
 
 
 def test_block_chunks_rejects_what_the_kernels_never_see():

@@ -106,7 +106,7 @@ dmls_rows dmls_next_chunk(const dmls_rows *src, int64_t w, int64_t jn, int64_t k
 }
 
 /* Through L2, for destination rows off line boundaries: chunks of jc x kc
-   (dmls_block_chunks): the chunk's source rows copied to a buffer one
+   (dmls_block_chunks, a tile's): the chunk's source rows copied to a buffer one
    after another, transposed into a second buffer, whose rows are then
    written out with streaming stores for their whole lines.  Destination
    rows back to back of whole micro-blocks (the planner's
@@ -141,7 +141,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     int one_run;
     char *arena = dmls_scratch(), *sb, *db;
-    dmls_block_chunks(w, jn, kn, &jc, &kc);
+    dmls_block_chunks(w, jn, kn, 1, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
     one_run = jc == jn && kds == jn * w && jn % (16 / w) == 0;
     sp = dmls_block_pitch(kc * w);

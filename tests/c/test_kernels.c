@@ -555,13 +555,25 @@ static void test_block_chunks(void) {
             for (stream = 0; stream < 2; stream++) {
                 const int W = widths[wi];
                 int64_t jc, kc;
-                dmls_block_chunks(W, 600, 700, &jc, &kc);
+                dmls_block_chunks(W, 600, 700, 0, &jc, &kc);
                 /* chunks of j (every width) and of k (W > 1), the last ones short */
                 CHECK(jc > 0 && kc > 0 && jc < 600 && 600 % jc != 0 && (W == 1 || (kc < 700 && 700 % kc != 0)),
                       "block chunks W=%d: %lld x %lld", W, (long long)jc, (long long)kc);
                 CHECK(block_case(W, 30, 20, 35, 20, 3 * W, 1, 0, 0, l2, stream && l2 == DMLS_L2_BOTH),
                       "block chunks W=%d l2=%d stream=%d", W, l2, stream);
             }
+    {
+        /* source rows of 607 bytes: a block takes them whole, a tile (longer
+           destination rows) destination runs of DMLS_BLOCK_L2_RUN bytes */
+        int64_t jc, kc;
+        dmls_block_chunks(1, 4915, 607, 0, &jc, &kc);
+        CHECK(jc == 448 && kc == 607, "block chunks of 607-byte rows: %lld x %lld", (long long)jc, (long long)kc);
+        dmls_block_chunks(1, 4915, 607, 1, &jc, &kc);
+        CHECK(jc == DMLS_BLOCK_L2_RUN && kc > 0 && kc < 607 && kc % 64 == 0,
+              "tile chunks of 607-byte rows: %lld x %lld", (long long)jc, (long long)kc);
+        dmls_block_chunks(1, 4915, DMLS_TILE_L2_WHOLE_ROW, 1, &jc, &kc);
+        CHECK(kc == DMLS_TILE_L2_WHOLE_ROW, "tile chunks of short rows: %lld x %lld", (long long)jc, (long long)kc);
+    }
 }
 
 /* ---- groups past the L2 buffers' row table (DMLS_BLOCK_L2_ROWS values of j):
@@ -573,10 +585,10 @@ static void test_block_large_groups(void) {
     for (wi = 0; wi < 4; wi++) {
         const int W = widths[wi];
         int64_t jc, kc;
-        dmls_block_chunks(W, 2021, 16, &jc, &kc);
+        dmls_block_chunks(W, 2021, 16, 0, &jc, &kc);
         CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc == 16, "block chunks W=%d: %lld x %lld", W,
               (long long)jc, (long long)kc);
-        dmls_block_chunks(W, 2021, 2021, &jc, &kc);
+        dmls_block_chunks(W, 2021, 2021, 0, &jc, &kc);
         CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc > 0, "block chunks W=%d: %lld x %lld", W,
               (long long)jc, (long long)kc);
         for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++) {
