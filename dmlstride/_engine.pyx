@@ -141,6 +141,7 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     if kp.stage_tasks and not (c.mode == DMLS_MODE_TILE and kp.stream):
         raise ValueError(f"plan: staged tasks in a {kp.mode} plan that does not stream")
     c.stage_tasks = kp.stage_tasks
+    c.narrow_cached_bytes = _planner.tile_cached_bytes(kp)
     c.segment_len = kp.segment_len
     c.segments = kp.segments
     c.tasks = kp.tasks

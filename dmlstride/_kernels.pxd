@@ -76,6 +76,7 @@ cdef extern from "src/plan.h":
         int block_next
         int block_dst_ahead
         int l2
+        int64_t narrow_cached_bytes
         int stage_tasks
 
     ctypedef struct dmls_copy:

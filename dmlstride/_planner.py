@@ -53,6 +53,8 @@ L3_BOUNDS = {
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
     "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
     "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
+    "TILE_STREAM_EIGHTHS_NARROW_FAR": (4, 2),
+    "TILE_CACHED_NARROW_BYTES": (16 << 20, 8 << 20),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
 }
@@ -334,6 +336,35 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: channels) measured 0.61-1.16x, 0.9x by geometric mean, and block plans
 #: 0.54-1.64x, 1.08x: those keep the 12 MiB bound.
 TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
+#: Those figures are from an Intel Xeon with a large L3 (see SMALL_L3).  On a
+#: machine with a small one, tile plans of two-byte values whose source rows
+#: lie more than CLOSE_ROW_BYTES apart (2-D transposes, NCHW to NHWC
+#: scatters) stream from this many eighths (16 MiB), and below that run from
+#: cache (TILE_CACHED_NARROW_BYTES, the same 16 MiB; the engine's default is
+#: 8).  On an AMD EPYC with a 32 MiB L3, two builds alternating (2 threads, 8
+#: rounds), such 2-D int16 and float16 transposes and NCHW to NHWC scatters
+#: of 8.5-16 MB ran 1.50-2.09x faster (6 of 6, the vCPUs close together),
+#: and a fresh 14 1.37x by geometric mean (1.03-1.72x, every one faster); in
+#: one process alternating, with the vCPUs far apart, 1.04-1.77x (13).
+#: With the stream bound alone (the engine reading them as if from memory,
+#: with ordinary stores) 2-D ones ran 0.73-0.85x.  Rows closer together (NHWC
+#: to NCHW gathers) measured 1.14-1.50x with 20-30 two-byte channels but
+#: 0.64-0.73x with 32-42, and keep 8 MiB.
+TILE_STREAM_EIGHTHS_NARROW_FAR = l3_bound("TILE_STREAM_EIGHTHS_NARROW_FAR")
+#: (see TILE_STREAM_EIGHTHS_NARROW_FAR) the bytes under which such a tile plan
+#: that does not stream runs from cache (the plan's narrow_cached_bytes; the
+#: engine's DMLS_CACHED_TRANSPOSE_BYTES for other plans).
+TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
+
+
+def tile_cached_bytes(plan: "KernelPlan") -> int:
+    """The bytes under which a tile plan that does not stream runs from cache,
+    where the planner sets them (two-byte values from source rows more than
+    CLOSE_ROW_BYTES apart: TILE_CACHED_NARROW_BYTES), else 0 (the engine's
+    own bound)."""
+    if plan.mode == "tile" and plan.width == 2 and abs(plan.inner[1]) > CLOSE_ROW_BYTES:
+        return TILE_CACHED_NARROW_BYTES
+    return 0
 TILE_STREAM_NARROW_MIN_ROW = 40
 #: Tile plans of four- and eight-byte values stream from this many sixteenths
 #: of stream_min_total (2 MiB), and those whose source rows lie more than
@@ -411,6 +442,8 @@ def tile_stream_min(width: int, row_stride: int) -> int:
     bytes apart use streaming stores from this many bytes."""
     if width == 1 and row_stride > CLOSE_ROW_BYTES:
         return stream_min_total * TILE_STREAM_EIGHTHS_BYTE_FAR // 8
+    if width == 2 and row_stride > CLOSE_ROW_BYTES:
+        return stream_min_total * TILE_STREAM_EIGHTHS_NARROW_FAR // 8
     if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:

@@ -97,9 +97,11 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # rows far apart at 16 MiB: conftest), cached plans dropped on the way
     # in and out.
     p = _planner
-    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS")
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_NARROW_FAR", "TILE_STREAM_EIGHTHS_BYTE_FAR",
+             "TILE_STREAM_WIDE_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, 2 * p.TRANSPOSE_STREAM_EIGHTHS)
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS,
+              2 * p.TRANSPOSE_STREAM_EIGHTHS)
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -348,16 +350,19 @@ def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
 
 
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2048), ("float32", 1001, 1503),
-                                       ("float64", 1040, 1031), ("uint32", 1455, 1655)], ids=str)
+                                       ("float64", 1040, 1031), ("uint32", 1455, 1655), ("int16", 2203, 2017),
+                                       ("float16", 2995, 2569), ("uint16", 2051, 2049)], ids=str)
 def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, monkeypatch):
     # With a small L3's bounds (_planner.L3_BOUNDS), one-byte 2-D transposes
     # with source rows far apart stay in cache (plain stores, no L2 buffers)
-    # under 8 MiB, four- and eight-byte ones under 12 MiB, where a large L3's
-    # stream from 4 and 2 MiB.  Gather and scatter (guard bytes past the
-    # end), against numpy.
+    # under 8 MiB, two-byte ones under 16 MiB (read from cache: the plan's
+    # narrow_cached_bytes), four- and eight-byte ones under 12 MiB, where a
+    # large L3's stream from 4, 8 and 2 MiB.  Gather and scatter (guard bytes
+    # past the end), against numpy.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
-    one_byte = dtype == "uint8"
-    assert (4 << 20 if one_byte else 2 << 20) <= desc.total_tensor_size_in_bytes < (8 << 20 if one_byte else 12 << 20)
+    width = np.dtype(dtype).itemsize
+    low, high = {1: (4 << 20, 8 << 20), 2: (8 << 20, 16 << 20)}.get(width, (2 << 20, 12 << 20))
+    assert low <= desc.total_tensor_size_in_bytes < high
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"]
     for name in _planner.L3_BOUNDS:
@@ -365,7 +370,35 @@ def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, m
     with _stream_threshold(_planner.stream_min_total):   # (drops the plans made above)
         plan = transfer._plan(desc, "gather").describe()
         assert (plan["mode"], plan["stream"], plan["l2"]) == ("tile", False, "none")
+        assert _planner.tile_cached_bytes(transfer._plan(desc, "gather").layout.main) == (16 << 20 if width == 2 else 0)
         _check_column_major_both_ways(desc, k, j)
+
+
+@pytest.mark.parametrize("dtype,sizes,close", [("int16", (2, 33, 247, 391), False), ("float16", (2, 43, 335, 183), False),
+                                               ("int16", (2, 34, 289, 407), True)], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_two_byte_planes_and_pixels_with_a_small_l3(dtype, sizes, close, level, threads, monkeypatch):
+    # With a small L3's bounds, NCHW to NHWC scatters of two-byte values of
+    # 8-16 MiB (source rows, the planes, far apart) stay in cache; NHWC to
+    # NCHW gathers (source rows, the pixels, close together) stream from 8
+    # MiB as with a large L3.  Against numpy, a scatter's guard bytes around
+    # the destination.
+    for name in _planner.L3_BOUNDS:
+        monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    assert 8 << 20 <= desc.total_tensor_size_in_bytes < 16 << 20
+    op = "gather" if close else "scatter"
+    with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+        plan = transfer._plan(desc, op)
+        assert plan.describe()["mode"] == "tile" and plan.describe()["stream"] == close
+        assert _planner.tile_cached_bytes(plan.layout.main) == (0 if close else 16 << 20)
+        values = _random_buffer(math.prod(sizes) * 2, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+        with _isa_level(level):
+            if close:
+                buf = _random_buffer(desc.total_tensor_size_in_bytes, 3)
+                assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
+            else:
+                _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
 
 
 @pytest.mark.parametrize("dtype,k,j", [("uint8", 2897, 2895), ("int16", 2049, 2047), ("uint8", 3001, 3011),

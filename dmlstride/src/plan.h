@@ -183,6 +183,10 @@ typedef struct {
     int block_next;         /* in place or whole: ask for the next block's lines (dmls_block) */
     int block_dst_ahead;    /* in place or whole: ask for the destination lines of the tiles ahead (dmls_block) */
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
+    /* MODE_TILE of 1- and 2-byte values: copies of fewer bytes than this
+       that do not stream run from cache (tile.c, transpose_flags); 0:
+       DMLS_CACHED_TRANSPOSE_BYTES.  The planner's tile_cached_bytes. */
+    int64_t narrow_cached_bytes;
     /* MODE_TILE that streams: a task whose destination is one run (rows
        back to back) and whose rows would take the cached tile is
        transposed into a buffer and streamed out (tile.c; a fresh output,

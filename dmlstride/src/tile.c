@@ -209,7 +209,11 @@ static int transpose_staged(int w, const char *sj, int64_t iss, char *dj, int64_
    NCHW conversions of 8-12 MiB (1024 x 2048, 512 x 4096, 1100 x 1300
    float64, 24 and 40 channels) ran 1.10x faster by geometric mean
    (0.94-1.33x); 2-D uint8 and float16 ones of 8 MiB ran 0.81-1.03x, and
-   keep the 8 MiB bound.
+   keep the 8 MiB bound, save where the planner gives the plan another
+   (narrow_cached_bytes: 16 MiB for 2-byte values from source rows far
+   apart on a machine with an L3 of at most 64 MiB, whose transposes of
+   8-16 MiB then stay in cache: see the planner's
+   TILE_STREAM_EIGHTHS_NARROW_FAR).
 
    From DMLS_SOURCE_AHEAD_BYTES, past the L2 caches of both cores, the tile
    also asks for the source lines of the tile after: in one run, on the same
@@ -240,7 +244,8 @@ static int64_t copy_bytes_upto(const dmls_plan *p, int64_t cap) {
 /* The flags of a plan's transpose (see above): a copy that streams comes
    from memory whatever its size. */
 static int transpose_flags(const dmls_plan *p) {
-    const int64_t cached = p->width >= 4 ? DMLS_CACHED_WIDE_TRANSPOSE_BYTES : DMLS_CACHED_TRANSPOSE_BYTES;
+    const int64_t cached = p->width >= 4 ? DMLS_CACHED_WIDE_TRANSPOSE_BYTES
+                           : p->narrow_cached_bytes > 0 ? p->narrow_cached_bytes : DMLS_CACHED_TRANSPOSE_BYTES;
     const int64_t bytes = copy_bytes_upto(p, cached);
     int flags = 0;
     if (!p->stream && bytes < cached) flags |= DMLS_TRANSPOSE_CACHED;
