@@ -53,8 +53,10 @@ L3_BOUNDS = {
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
     "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
     "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
-    "TILE_STREAM_EIGHTHS_NARROW_FAR": (4, 2),
+    "TILE_STREAM_EIGHTHS_IN_CACHE": (4, 2),
     "TILE_CACHED_NARROW_BYTES": (16 << 20, 8 << 20),
+    "TILE_STREAM_EIGHTHS_IN_CACHE_BYTE": (3, 2),
+    "TILE_CACHED_BYTE_BYTES": (12 << 20, 8 << 20),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
 }
@@ -345,26 +347,47 @@ TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
 #: rounds), such 2-D int16 and float16 transposes and NCHW to NHWC scatters
 #: of 8.5-16 MB ran 1.50-2.09x faster (6 of 6, the vCPUs close together),
 #: and a fresh 14 1.37x by geometric mean (1.03-1.72x, every one faster); in
-#: one process alternating, with the vCPUs far apart, 1.04-1.77x (13).
-#: With the stream bound alone (the engine reading them as if from memory,
-#: with ordinary stores) 2-D ones ran 0.73-0.85x.  Rows closer together (NHWC
-#: to NCHW gathers) measured 1.14-1.50x with 20-30 two-byte channels but
+#: one process alternating, with the vCPUs far apart, 1.04-1.77x (13).  With
+#: the stream bound alone (the engine reading them as if from memory, with
+#: ordinary stores) 2-D ones ran 0.73-0.85x.  Two-byte rows closer together
+#: (NHWC to NCHW gathers) measured 1.14-1.50x with 20-30 channels but
 #: 0.64-0.73x with 32-42, and keep 8 MiB.
-TILE_STREAM_EIGHTHS_NARROW_FAR = l3_bound("TILE_STREAM_EIGHTHS_NARROW_FAR")
-#: (see TILE_STREAM_EIGHTHS_NARROW_FAR) the bytes under which such a tile plan
-#: that does not stream runs from cache (the plan's narrow_cached_bytes; the
-#: engine's DMLS_CACHED_TRANSPOSE_BYTES for other plans).
+TILE_STREAM_EIGHTHS_IN_CACHE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE")
 TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
+#: Likewise one-byte values whose source rows lie TILE_STREAM_NARROW_MIN_ROW
+#: to CLOSE_ROW_BYTES apart (NHWC to NCHW gathers of 40 or more channels),
+#: up to 12 MiB (three eighths, TILE_CACHED_BYTE_BYTES): two builds
+#: alternating (2 threads, 8 rounds), 12 unnamed such gathers and scatters
+#: of 8.7-15.8 MB ran 1.09-1.62x faster under 13.6 MB (9 of 10; a 5-D
+#: scatter of 8.7 MB 0.91x), but 0.78-0.83x at 15.3-15.8 MB; in one process
+#: alternating, 12 MiB bounds 1.12x over 12 of 8.7-15.3 MB (0.90-1.50x); two
+#: builds alternating with the 12 MiB bounds, the vCPUs far apart, a fresh 8
+#: of 9.1-11.6 MB so planned (2-D-like NHWC to NCHW gathers of 40-47
+#: channels, 5-D and 6-D gathers) 1.21-1.74x.
+#: One-byte rows farther apart keep TILE_STREAM_EIGHTHS_BYTE_FAR.
+TILE_STREAM_EIGHTHS_IN_CACHE_BYTE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE_BYTE")
+TILE_CACHED_BYTE_BYTES = l3_bound("TILE_CACHED_BYTE_BYTES")
+
+
+def narrow_in_cache_bounds(width: int, row_stride: int) -> tuple[int, int] | None:
+    """(eighths of stream_min_total from which it streams, bytes under which
+    it runs from cache) for a tile plan of one- or two-byte values whose
+    source rows lie row_stride bytes apart, where the planner sets them
+    (TILE_STREAM_EIGHTHS_IN_CACHE, TILE_STREAM_EIGHTHS_IN_CACHE_BYTE); else
+    None."""
+    if width == 2 and row_stride > CLOSE_ROW_BYTES:
+        return TILE_STREAM_EIGHTHS_IN_CACHE, TILE_CACHED_NARROW_BYTES
+    if width == 1 and TILE_STREAM_NARROW_MIN_ROW <= row_stride <= CLOSE_ROW_BYTES:
+        return TILE_STREAM_EIGHTHS_IN_CACHE_BYTE, TILE_CACHED_BYTE_BYTES
+    return None
 
 
 def tile_cached_bytes(plan: "KernelPlan") -> int:
     """The bytes under which a tile plan that does not stream runs from cache,
-    where the planner sets them (two-byte values from source rows more than
-    CLOSE_ROW_BYTES apart: TILE_CACHED_NARROW_BYTES), else 0 (the engine's
-    own bound)."""
-    if plan.mode == "tile" and plan.width == 2 and abs(plan.inner[1]) > CLOSE_ROW_BYTES:
-        return TILE_CACHED_NARROW_BYTES
-    return 0
+    where the planner sets them (narrow_in_cache_bounds), else 0 (the
+    engine's own bound)."""
+    bounds = narrow_in_cache_bounds(plan.width, abs(plan.inner[1])) if plan.mode == "tile" else None
+    return bounds[1] if bounds is not None else 0
 TILE_STREAM_NARROW_MIN_ROW = 40
 #: Tile plans of four- and eight-byte values stream from this many sixteenths
 #: of stream_min_total (2 MiB), and those whose source rows lie more than
@@ -442,8 +465,9 @@ def tile_stream_min(width: int, row_stride: int) -> int:
     bytes apart use streaming stores from this many bytes."""
     if width == 1 and row_stride > CLOSE_ROW_BYTES:
         return stream_min_total * TILE_STREAM_EIGHTHS_BYTE_FAR // 8
-    if width == 2 and row_stride > CLOSE_ROW_BYTES:
-        return stream_min_total * TILE_STREAM_EIGHTHS_NARROW_FAR // 8
+    bounds = narrow_in_cache_bounds(width, row_stride)
+    if bounds is not None:
+        return stream_min_total * bounds[0] // 8
     if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:

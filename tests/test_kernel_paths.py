@@ -97,11 +97,10 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # rows far apart at 16 MiB: conftest), cached plans dropped on the way
     # in and out.
     p = _planner
-    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_NARROW_FAR", "TILE_STREAM_EIGHTHS_BYTE_FAR",
-             "TILE_STREAM_WIDE_SIXTEENTHS")
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_BYTE",
+             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS, p.TRANSPOSE_STREAM_EIGHTHS,
-              2 * p.TRANSPOSE_STREAM_EIGHTHS)
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 4 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,)
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -374,30 +373,33 @@ def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, m
         _check_column_major_both_ways(desc, k, j)
 
 
-@pytest.mark.parametrize("dtype,sizes,close", [("int16", (2, 33, 247, 391), False), ("float16", (2, 43, 335, 183), False),
-                                               ("int16", (2, 34, 289, 407), True)], ids=str)
+@pytest.mark.parametrize("dtype,sizes,op,in_cache", [("int16", (2, 33, 247, 391), "scatter", True),
+                                                     ("float16", (2, 43, 335, 183), "scatter", True),
+                                                     ("uint8", (2, 41, 467, 251), "gather", True),
+                                                     ("int16", (2, 34, 289, 407), "gather", False)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
-def test_two_byte_planes_and_pixels_with_a_small_l3(dtype, sizes, close, level, threads, monkeypatch):
+def test_narrow_planes_and_pixels_with_a_small_l3(dtype, sizes, op, in_cache, level, threads, monkeypatch):
     # With a small L3's bounds, NCHW to NHWC scatters of two-byte values of
-    # 8-16 MiB (source rows, the planes, far apart) stay in cache; NHWC to
-    # NCHW gathers (source rows, the pixels, close together) stream from 8
-    # MiB as with a large L3.  Against numpy, a scatter's guard bytes around
-    # the destination.
+    # 8-16 MiB (source rows, the planes, far apart) and NHWC to NCHW gathers
+    # of 41 one-byte channels under 12 MiB stay in cache; NHWC to NCHW gathers of two-byte
+    # values (source rows, the pixels, close together) stream from 8 MiB as
+    # with a large L3.  Against numpy, a scatter's guard bytes around the
+    # destination.
     for name in _planner.L3_BOUNDS:
         monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    width = np.dtype(dtype).itemsize
     assert 8 << 20 <= desc.total_tensor_size_in_bytes < 16 << 20
-    op = "gather" if close else "scatter"
     with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
         plan = transfer._plan(desc, op)
-        assert plan.describe()["mode"] == "tile" and plan.describe()["stream"] == close
-        assert _planner.tile_cached_bytes(plan.layout.main) == (0 if close else 16 << 20)
-        values = _random_buffer(math.prod(sizes) * 2, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+        assert plan.describe()["mode"] == "tile" and plan.describe()["stream"] == (not in_cache)
+        assert _planner.tile_cached_bytes(plan.layout.main) == (0 if not in_cache else 16 << 20 if width == 2 else 12 << 20)
         with _isa_level(level):
-            if close:
+            if op == "gather":
                 buf = _random_buffer(desc.total_tensor_size_in_bytes, 3)
                 assert ds.gather(buf, desc).tobytes() == _numpy_gather(buf, desc).tobytes()
             else:
+                values = _random_buffer(math.prod(sizes) * width, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
                 _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
 
 
