@@ -55,8 +55,8 @@ L3_BOUNDS = {
     "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
     "TILE_STREAM_EIGHTHS_IN_CACHE": (4, 2),
     "TILE_CACHED_NARROW_BYTES": (16 << 20, 8 << 20),
-    "TILE_STREAM_EIGHTHS_IN_CACHE_BYTE": (3, 2),
-    "TILE_CACHED_BYTE_BYTES": (12 << 20, 8 << 20),
+    "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE": (3, 2),
+    "TILE_CACHED_CLOSE_BYTES": (12 << 20, 8 << 20),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
 }
@@ -350,13 +350,19 @@ TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
 #: one process alternating, with the vCPUs far apart, 1.04-1.77x (13).  With
 #: the stream bound alone (the engine reading them as if from memory, with
 #: ordinary stores) 2-D ones ran 0.73-0.85x.  Two-byte rows closer together
-#: (NHWC to NCHW gathers) measured 1.14-1.50x with 20-30 channels but
-#: 0.64-0.73x with 32-42, and keep 8 MiB.
+#: (NHWC to NCHW gathers) measured 1.14-1.50x under 12 MB but 0.64-0.73x at
+#: 14.8-16 MB, and take the bounds of close rows below.
 TILE_STREAM_EIGHTHS_IN_CACHE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE")
 TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
 #: Likewise one-byte values whose source rows lie TILE_STREAM_NARROW_MIN_ROW
-#: to CLOSE_ROW_BYTES apart (NHWC to NCHW gathers of 40 or more channels),
-#: up to 12 MiB (three eighths, TILE_CACHED_BYTE_BYTES): two builds
+#: to CLOSE_ROW_BYTES apart (NHWC to NCHW gathers of 40 or more channels)
+#: and two-byte ones whose rows are 40-63 bytes (20-31 channels), up to 12
+#: MiB (three eighths, TILE_CACHED_CLOSE_BYTES).  Two-byte ones, two builds
+#: alternating (2 threads, 8 rounds): 12 unnamed NHWC to NCHW gathers of
+#: 21-31 channels, 10.7-15.2 MB, with 16 MiB bounds ran 1.08-1.51x under 13.3
+#: MB (6 of 6) and 0.73-0.99x over it (6), hence 12 MiB; a fresh 10 of
+#: 8.1-11.9 MB with 12 MiB bounds, 1.26-1.69x with 20-30 channels (7 of 7),
+#: but 0.97-1.03x with 33-38 and 0.79x with 40, which keep 8 MiB.  One-byte ones, two builds
 #: alternating (2 threads, 8 rounds), 12 unnamed such gathers and scatters
 #: of 8.7-15.8 MB ran 1.09-1.62x faster under 13.6 MB (9 of 10; a 5-D
 #: scatter of 8.7 MB 0.91x), but 0.78-0.83x at 15.3-15.8 MB; in one process
@@ -365,20 +371,20 @@ TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
 #: of 9.1-11.6 MB so planned (2-D-like NHWC to NCHW gathers of 40-47
 #: channels, 5-D and 6-D gathers) 1.21-1.74x.
 #: One-byte rows farther apart keep TILE_STREAM_EIGHTHS_BYTE_FAR.
-TILE_STREAM_EIGHTHS_IN_CACHE_BYTE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE_BYTE")
-TILE_CACHED_BYTE_BYTES = l3_bound("TILE_CACHED_BYTE_BYTES")
+TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE")
+TILE_CACHED_CLOSE_BYTES = l3_bound("TILE_CACHED_CLOSE_BYTES")
 
 
 def narrow_in_cache_bounds(width: int, row_stride: int) -> tuple[int, int] | None:
     """(eighths of stream_min_total from which it streams, bytes under which
     it runs from cache) for a tile plan of one- or two-byte values whose
     source rows lie row_stride bytes apart, where the planner sets them
-    (TILE_STREAM_EIGHTHS_IN_CACHE, TILE_STREAM_EIGHTHS_IN_CACHE_BYTE); else
+    (TILE_STREAM_EIGHTHS_IN_CACHE, TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE); else
     None."""
     if width == 2 and row_stride > CLOSE_ROW_BYTES:
         return TILE_STREAM_EIGHTHS_IN_CACHE, TILE_CACHED_NARROW_BYTES
-    if width == 1 and TILE_STREAM_NARROW_MIN_ROW <= row_stride <= CLOSE_ROW_BYTES:
-        return TILE_STREAM_EIGHTHS_IN_CACHE_BYTE, TILE_CACHED_BYTE_BYTES
+    if TILE_STREAM_NARROW_MIN_ROW <= row_stride <= (CLOSE_ROW_BYTES if width == 1 else 63 if width == 2 else 0):
+        return TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE, TILE_CACHED_CLOSE_BYTES
     return None
 
 

@@ -97,7 +97,7 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # rows far apart at 16 MiB: conftest), cached plans dropped on the way
     # in and out.
     p = _planner
-    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_BYTE",
+    names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
              "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
     pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 4 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,)
@@ -376,15 +376,16 @@ def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, m
 @pytest.mark.parametrize("dtype,sizes,op,in_cache", [("int16", (2, 33, 247, 391), "scatter", True),
                                                      ("float16", (2, 43, 335, 183), "scatter", True),
                                                      ("uint8", (2, 41, 467, 251), "gather", True),
+                                                     ("float16", (2, 22, 262, 466), "gather", True),
                                                      ("int16", (2, 34, 289, 407), "gather", False)], ids=str)
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
 def test_narrow_planes_and_pixels_with_a_small_l3(dtype, sizes, op, in_cache, level, threads, monkeypatch):
     # With a small L3's bounds, NCHW to NHWC scatters of two-byte values of
-    # 8-16 MiB (source rows, the planes, far apart) and NHWC to NCHW gathers
-    # of 41 one-byte channels under 12 MiB stay in cache; NHWC to NCHW gathers of two-byte
-    # values (source rows, the pixels, close together) stream from 8 MiB as
-    # with a large L3.  Against numpy, a scatter's guard bytes around the
-    # destination.
+    # 8-16 MiB (source rows, the planes, far apart) stay in cache, and NHWC to
+    # NCHW gathers (source rows, the pixels, close together) of 41 one-byte
+    # or 22 two-byte channels under 12 MiB; one of 34 two-byte channels (68-byte
+    # pixels) streams from 8 MiB.
+    # Against numpy, a scatter's guard bytes around the destination.
     for name in _planner.L3_BOUNDS:
         monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
@@ -393,7 +394,9 @@ def test_narrow_planes_and_pixels_with_a_small_l3(dtype, sizes, op, in_cache, le
     with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
         plan = transfer._plan(desc, op)
         assert plan.describe()["mode"] == "tile" and plan.describe()["stream"] == (not in_cache)
-        assert _planner.tile_cached_bytes(plan.layout.main) == (0 if not in_cache else 16 << 20 if width == 2 else 12 << 20)
+        row = abs(plan.layout.main.inner[1])
+        far, short = row > _planner.CLOSE_ROW_BYTES, width == 1 or row < 64
+        assert _planner.tile_cached_bytes(plan.layout.main) == (16 << 20 if far else 12 << 20 if short else 0)
         with _isa_level(level):
             if op == "gather":
                 buf = _random_buffer(desc.total_tensor_size_in_bytes, 3)

@@ -867,7 +867,7 @@ def test_tall_tiles_take_long_segments(rows, cols, bits, monkeypatch):
     # keeps the larger ones here from streaming.)
     monkeypatch.setattr(_planner, "TRANSPOSE_STREAM_EIGHTHS_NARROW", _planner.TRANSPOSE_STREAM_EIGHTHS)
     monkeypatch.setattr(_planner, "TILE_STREAM_EIGHTHS_IN_CACHE", _planner.TRANSPOSE_STREAM_EIGHTHS)
-    monkeypatch.setattr(_planner, "TILE_STREAM_EIGHTHS_IN_CACHE_BYTE", _planner.TRANSPOSE_STREAM_EIGHTHS)
+    monkeypatch.setattr(_planner, "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE", _planner.TRANSPOSE_STREAM_EIGHTHS)
     monkeypatch.setattr(_planner, "TILE_STREAM_EIGHTHS_BYTE_FAR", _planner.TRANSPOSE_STREAM_EIGHTHS)
     plan = _transpose_2d(rows, cols, bits)
     assert rows * cols * bits // 8 >= _planner.TALL_TILE_MIN
