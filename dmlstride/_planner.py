@@ -338,6 +338,7 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: channels) measured 0.61-1.16x, 0.9x by geometric mean, and block plans
 #: 0.54-1.64x, 1.08x: those keep the 12 MiB bound.
 TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
+TILE_STREAM_NARROW_MIN_ROW = 40
 #: Those figures are from an Intel Xeon with a large L3 (see SMALL_L3).  On a
 #: machine with a small one, tile plans of two-byte values whose source rows
 #: lie more than CLOSE_ROW_BYTES apart (2-D transposes, NCHW to NHWC
@@ -362,7 +363,8 @@ TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
 #: 21-31 channels, 10.7-15.2 MB, with 16 MiB bounds ran 1.08-1.51x under 13.3
 #: MB (6 of 6) and 0.73-0.99x over it (6), hence 12 MiB; a fresh 10 of
 #: 8.1-11.9 MB with 12 MiB bounds, 1.26-1.69x with 20-30 channels (7 of 7),
-#: but 0.97-1.03x with 33-38 and 0.79x with 40, which keep 8 MiB.  One-byte ones, two builds
+#: but 0.97-1.03x with 33-38 and 0.79x with 40, which keep 8 MiB
+#: (TILE_IN_CACHE_TWO_BYTE_MAX_ROW).  One-byte ones, two builds
 #: alternating (2 threads, 8 rounds), 12 unnamed such gathers and scatters
 #: of 8.7-15.8 MB ran 1.09-1.62x faster under 13.6 MB (9 of 10; a 5-D
 #: scatter of 8.7 MB 0.91x), but 0.78-0.83x at 15.3-15.8 MB; in one process
@@ -373,6 +375,7 @@ TILE_CACHED_NARROW_BYTES = l3_bound("TILE_CACHED_NARROW_BYTES")
 #: One-byte rows farther apart keep TILE_STREAM_EIGHTHS_BYTE_FAR.
 TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE = l3_bound("TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE")
 TILE_CACHED_CLOSE_BYTES = l3_bound("TILE_CACHED_CLOSE_BYTES")
+TILE_IN_CACHE_TWO_BYTE_MAX_ROW = 63
 
 
 def narrow_in_cache_bounds(width: int, row_stride: int) -> tuple[int, int] | None:
@@ -383,7 +386,8 @@ def narrow_in_cache_bounds(width: int, row_stride: int) -> tuple[int, int] | Non
     None."""
     if width == 2 and row_stride > CLOSE_ROW_BYTES:
         return TILE_STREAM_EIGHTHS_IN_CACHE, TILE_CACHED_NARROW_BYTES
-    if TILE_STREAM_NARROW_MIN_ROW <= row_stride <= (CLOSE_ROW_BYTES if width == 1 else 63 if width == 2 else 0):
+    close_max = {1: CLOSE_ROW_BYTES, 2: TILE_IN_CACHE_TWO_BYTE_MAX_ROW}.get(width, 0)
+    if TILE_STREAM_NARROW_MIN_ROW <= row_stride <= close_max:
         return TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE, TILE_CACHED_CLOSE_BYTES
     return None
 
@@ -394,7 +398,8 @@ def tile_cached_bytes(plan: "KernelPlan") -> int:
     engine's own bound)."""
     bounds = narrow_in_cache_bounds(plan.width, abs(plan.inner[1])) if plan.mode == "tile" else None
     return bounds[1] if bounds is not None else 0
-TILE_STREAM_NARROW_MIN_ROW = 40
+
+
 #: Tile plans of four- and eight-byte values stream from this many sixteenths
 #: of stream_min_total (2 MiB), and those whose source rows lie more than
 #: CLOSE_ROW_BYTES apart go through the L2 buffers from
