@@ -57,18 +57,9 @@ DMLS_PTR_BLOCK(wide8, DMLS_WIDE8)
         }                                                                             \
     } while (0)
 
-/* One row of micro-blocks (nk = N) as pairs side by side in j, 2N columns
-   a pair; where nj is an odd multiple of N, the last N columns as one SSE2
-   micro-block. */
-#define DMLS_JPAIRS(JPAIR, MICRO, W_) do {                                            \
-        for (j = 0; j + 32 / (W_) <= nj; j += 32 / (W_))                              \
-            JPAIR(sr + j, 0, dr, (W_) * j);                                           \
-        if (j < nj) MICRO(sr + j, 0, dr, (W_) * j);                                   \
-    } while (0)
-
-/* Every band of N rows (nk a multiple of N) as pairs side by side in j,
-   2N columns a pair; where nj is an odd multiple of N, the last N columns
-   of each band as one SSE2 micro-block. */
+/* Every band of N rows (nk a multiple of N; one band where nk = N) as
+   pairs side by side in j, 2N columns a pair; where nj is an odd multiple
+   of N, the last N columns of each band as one SSE2 micro-block. */
 #define DMLS_JPAIR_BANDS(JPAIR, MICRO, W_) do {                                       \
         for (k = 0; k < nk; k += 16 / (W_)) {                                         \
             for (j = 0; j + 32 / (W_) <= nj; j += 32 / (W_))                          \
@@ -104,11 +95,10 @@ static AVX2 int64_t block_pairs_avx2(int W, const char *const *sr, char *const *
     int64_t k, j;
     switch (W) {
     case 1:
-        if (nk == 16) { DMLS_JPAIRS(jpair1, dmls_pmicro1, 1); return nk; }
+        if (nk == 16) { DMLS_JPAIR_BANDS(jpair1, dmls_pmicro1, 1); return nk; }
         DMLS_PAIRS(pair1, 1); return kp;
     case 2:
-        if (nj >= 16) { DMLS_JPAIR_BANDS(jpair2, dmls_pmicro2, 2); return nk; }
-        if (nk == 8) { DMLS_JPAIRS(jpair2, dmls_pmicro2, 2); return nk; }
+        if (nj >= 16 || nk == 8) { DMLS_JPAIR_BANDS(jpair2, dmls_pmicro2, 2); return nk; }
         DMLS_PAIRS(pair2, 2); return kp;
     case 4: DMLS_WIDES(wide4, dmls_pmicro4, 4); return kp;
     default: DMLS_WIDES(wide8, dmls_pmicro8, 8); return kp;
