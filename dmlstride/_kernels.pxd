@@ -122,6 +122,7 @@ cdef extern from "src/isa.h":
     int DMLS_CONTIG_BAND_BYTES
     int DMLS_JOIN_PLANES_TASK_BYTES
     int DMLS_JOIN_MIN_TASKS
+    int DMLS_JOIN_PIXELS_ROW_BYTES
     int dmls_isa_select(int max_level) noexcept nogil
 
 

@@ -4709,6 +4709,65 @@ def test_runs_of_short_interleaves_joined(dtype, c, n, groups, stream, threads):
         _check_gather_and_scatter(desc, rng)
 
 
+@pytest.mark.parametrize("dtype,c,n", [("uint8", 3, 20), ("uint8", 5, 13), ("uint8", 7, 17), ("int16", 6, 6),
+                                        ("int16", 2, 14), ("float16", 3, 9), ("float32", 3, 12), ("uint32", 2, 11),
+                                        ("float64", 4, 4), ("uint8", 4, 63)])
+@pytest.mark.parametrize("along", [4, 9, 300])
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "best"])
+def test_runs_of_short_interleaves_joined_along_the_source(dtype, c, n, along, level, threads):
+    # Interleaves of c planes of n pixels a task, rows under a line, in a
+    # copy that does not stream, where a dimension of the source continues
+    # each plane's row (its stride there is n values; along long): the
+    # planner makes it the innermost outer dimension, and runs of such
+    # tasks are interleaved at once from the planes' long rows into a
+    # buffer, each task's pixels then copied to its place.  Runs cut at the
+    # buffer's size (300 tasks of 64 bytes or more), at a task chunk's end
+    # and where the outer dimensions carry.  Gather (fresh and into out=)
+    # against numpy; a scatter leaves every byte outside the elements as it
+    # was.
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(c * 1000 + n * 10 + along)
+    groups = 5                                       # the dimension the destination continues in
+    outer = max(2, (1 << 18) // (c * n * along * groups * w) + 1)
+    pss = n * along + 3                              # plane stride, elements
+    sg = c * pss + 5                                 # groups apart, so that no dimension merges
+    sizes = (outer, along, groups, n, c)             # destination order: packed
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [groups * sg + 7, n, sg, 1, pss])
+    with _stream_threshold(1 << 60):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "interleave" and not plan["stream"]
+        assert plan["tile"] == (c, pss * w, w) and plan["inner"] == (n, w, c * w)
+        assert plan["outer"][-1] == (along, n * w, groups * n * c * w)
+        assert _planner.interleave_pixels_join(_gather_kernel_plan(desc))
+        with _isa_level(level):
+            _check_gather_out(desc, rng)
+            _check_gather_and_scatter(desc, rng)
+
+
+def _gather_kernel_plan(desc):
+    # The planner's plan for a gather of desc (not the engine's copy of it).
+    packed = ds.BufferTensorDesc(desc.data_type, list(desc.sizes))
+    return _planner.plan_copy(list(desc.sizes), desc.effective_strides, packed.effective_strides,
+                              desc.element_bits).main
+
+
+def test_interleaves_joined_along_the_source_only_short_rows_that_do_not_stream():
+    # The same layout keeps its order where the copy streams, where the
+    # planes' rows are a line or longer, and where the dimension is shorter
+    # than a run.
+    def plan_of(dtype, c, n, along, stream):
+        pss, sg = n * along + 3, c * (n * along + 3) + 5
+        desc = ds.BufferTensorDesc(dtype, [3, along, 5, n, c], [5 * sg + 7, n, sg, 1, pss])
+        with _stream_threshold(0 if stream else 1 << 60):
+            return _gather_kernel_plan(desc)
+    assert _planner.interleave_pixels_join(plan_of("uint8", 5, 13, 40, False))
+    for dtype, c, n, along, stream in (("uint8", 5, 13, 40, True), ("uint8", 4, 64, 40, False),
+                                       ("int16", 4, 32, 40, False), ("uint8", 5, 13, 3, False)):
+        plan = plan_of(dtype, c, n, along, stream)
+        assert plan.mode == "interleave" and not _planner.interleave_pixels_join(plan)
+        assert plan.outer[-1][1] != n * plan.width or plan.outer[-1][0] < _planner.JOIN_MIN_TASKS
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint32"])
 @pytest.mark.parametrize("c", [5, 6, 7])
 @pytest.mark.parametrize("gap", [0, 1, 3])

@@ -33,6 +33,7 @@ def test_c_limits_agree_with_python():
     assert _engine.CONTIG_BAND_BYTES == _planner.CONTIG_BAND_BYTES
     assert _engine.JOIN_PLANES_TASK_BYTES == _planner.JOIN_PLANES_TASK_BYTES
     assert _engine.JOIN_MIN_TASKS == _planner.JOIN_MIN_TASKS
+    assert _engine.JOIN_PIXELS_ROW_BYTES == _planner.JOIN_PIXELS_ROW_BYTES
 
 
 @pytest.mark.parametrize("tile", [False, True], ids=["block", "tile"])

@@ -65,6 +65,11 @@ enum {
    tasks earlier for that (its interleave_tasks_join). */
 #define DMLS_JOIN_PLANES_TASK_BYTES 512
 #define DMLS_JOIN_MIN_TASKS 4
+/* Tasks of at most DMLS_JOIN_PLANES_TASK_BYTES that do not stream, whose
+   planes' rows are shorter than this many bytes, are joined along the
+   source instead where a dimension continues those rows (execute.c,
+   joined_pixels; the planner's JOIN_PIXELS_ROW_BYTES). */
+#define DMLS_JOIN_PIXELS_ROW_BYTES 64
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
