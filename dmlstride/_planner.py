@@ -1588,7 +1588,9 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
         # (8 one-byte channels: from 16 pixels, one step of the kernel's)
         channels = INTERLEAVE_MAX_BYTE_CHANNELS if width == 1 and best >= 0 and outer[best][0] >= 16 else 7
         if (best >= 0 and inner_n <= channels and inner_ds == width and outer[best][1] == width
-                and outer[best][2] == inner_n * width and not small_interleave(outer[best][0], inner_n, width)):
+                and outer[best][2] == inner_n * width
+                and (not small_interleave(outer[best][0], inner_n, width)
+                     or small_pixels_join(outer, best, inner_n, width))):
             # Interleave a few channels: the source-fast dimension k becomes
             # the loop, the destination-fast (small) one the channels.
             n, a, b = outer.pop(best)
@@ -1615,7 +1617,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                       tile=tile, dst_bytes=count * width)
     plan.stream = (copy_stream
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
-                   or mode == "interleave" and interleave_streams(plan))
+                   or mode == "interleave" and not small_interleave(inner_n, tile[0], width)
+                   and interleave_streams(plan))
     if mode == "interleave":
         plan.outer = pixels_join_order(plan)
     plan.l2 = 2 if tile_through_l2(plan) else 0
@@ -1674,7 +1677,13 @@ INTERLEAVE_MAX_BYTE_CHANNELS = 8
 #: memcpy limit before).  Larger tasks, in three earlier sets (54 plans),
 #: measured 0.47-0.95x in 10 (4-8 float32 or uint32 pixels of 4-7 channels,
 #: 80-192 bytes; 11 uint8 pixels of 5, 11 uint32 or float64 ones) and 1.05-3.71x
-#: in the rest, and keep the interleave kernel.
+#: in the rest, and keep the interleave kernel.  Unless the executor can join
+#: them along the source (small_pixels_join): then they are interleaves, and do
+#: not stream (the int16 scatter of 3 pixels of 6 channels a task in order
+#: (2, 4, 3, 0, 5, 1), whose rows go on along dimensions of 4, 2 and 313,
+#: 10.3 -> 5.9 ms; see JOIN_PIXELS_ROW_BYTES for the rest).  Runs of 12
+#: pixels (4 tasks of 3) had run 0.89x, hence runs of at least twice
+#: INTERLEAVE_SMALL_PIXELS pixels.
 INTERLEAVE_SMALL_PIXELS = 8
 INTERLEAVE_SMALL_BYTES = 64
 
@@ -1712,18 +1721,25 @@ JOIN_PLANES_TASK_BYTES = 512
 JOIN_MIN_TASKS = 4
 #: Interleaving tasks of at most JOIN_PLANES_TASK_BYTES that do not stream,
 #: whose planes' rows are shorter than this many bytes (a line), are joined
-#: along the source where a dimension continues those rows
-#: (interleave_pixels_join; the engine's DMLS_JOIN_PIXELS_ROW_BYTES, isa.h).
-#: Two builds alternating (2 threads, 6 rounds): 6 unnamed 4-D and 5-D
-#: gathers and scatters so planned ran 1.34-3.22x faster (a 5-D uint8
-#: gather of 5 planes of 13 pixels a task, 491040 tasks, 12.0 -> 3.7 ms),
-#: tuned on; a fresh 8 1.20-4.53x (2.17x by geometric mean), 6 more
-#: 1.06-2.56x (1.75x); plans left as they were, in the same runs,
-#: 0.92-1.08x.  Rows of 82-90 bytes had run 0.68-0.95x joined (each task's
-#: rows already whole lines), hence the bound; copies that stream (16,
-#: their order changed and not streamed) 0.99x by geometric mean, and keep
-#: theirs.
+#: along the source where dimensions continue those rows (join_chain,
+#: interleave_pixels_join; the engine's DMLS_JOIN_PIXELS_ROW_BYTES, isa.h).
+#: Two builds alternating (2 threads, 5-6 rounds): 45 unnamed 4-D to 6-D
+#: gathers and scatters so planned (small interleaves among them, see
+#: INTERLEAVE_SMALL_PIXELS), tuned on, ran 1.97x faster by geometric mean
+#: (0.95-4.90x; a 5-D uint8 gather of 5 planes of 13 pixels a task, 491040
+#: tasks, 12.0 -> 3.7 ms), a fresh 11 1.97x (0.91-3.94x; plans left as they
+#: were 0.85-1.04x in the same runs).  Rows of 82-90 bytes had run
+#: 0.68-0.95x joined (each task's rows already whole lines), hence the
+#: bound; copies that stream (16, their order changed and not streamed)
+#: 0.99x by geometric mean, and keep theirs.
 JOIN_PIXELS_ROW_BYTES = 64
+#: ... where, with the dimensions joined along innermost, at most this many
+#: bytes are copied between a task's destination and the next one's beside it
+#: (revisit_bytes), so that the lines the two share are still in L2 when the
+#: second writes its part.  A uint32 gather whose 40-byte tasks met their
+#: neighbours 539 KB apart ran 0.73x joined, an int16 scatter's 12-byte ones
+#: 4.1 MB apart 0.81x; those within 168 KB 1.25-4.90x (25).
+JOIN_PIXELS_REVISIT_BYTES = 512 << 10
 
 
 def interleave_tasks_join(plan: KernelPlan) -> bool:
@@ -1740,40 +1756,85 @@ def interleave_tasks_join(plan: KernelPlan) -> bool:
             and plan.outer[-1][2] == task and plan.outer[-1][0] >= JOIN_MIN_TASKS)
 
 
-def pixels_join_dim(plan: KernelPlan) -> int:
-    """The outer dimension (an index into plan.outer, -1 for none) along
-    which a short interleaving task's pixels go on in the source: each
-    plane's row of the next task starts where this one's ends.  The executor
-    joins runs along it when it is innermost (interleave_pixels_join); a
-    copy that streams keeps its order (its tasks' destinations go on from
-    each other's: interleave_tasks_join)."""
+def source_chain(outer: list[Dim], row: int) -> list[int]:
+    """The outer dimensions (indices into outer) that continue
+    rows of ``row`` bytes in the source, innermost first: the first one's
+    source stride is the row, each next one's the one before's times its
+    size.  Walking them with the first innermost, the rows of all of them lie
+    back to back."""
+    chain, want, used = [], row, set()
+    while True:
+        for i, (n, a, _) in enumerate(outer):
+            if i not in used and n > 1 and a == want:
+                break
+        else:
+            return chain
+        chain.append(i)
+        used.add(i)
+        want *= outer[i][0]
+
+
+def join_chain(outer: list[Dim], row: int, task: int) -> list[int]:
+    """source_chain for rows of ``row`` bytes, tasks of ``task``, where the
+    executor would join along it: JOIN_MIN_TASKS tasks or more, and with it
+    innermost, at most JOIN_PIXELS_REVISIT_BYTES copied between a task's
+    destination and the next one's beside it (revisit_bytes); none
+    otherwise."""
+    chain = source_chain(outer, row)
+    if math.prod(outer[i][0] for i in chain) < JOIN_MIN_TASKS:
+        return []
+    order = [d for i, d in enumerate(outer) if i not in chain] + [outer[i] for i in reversed(chain)]
+    return chain if revisit_bytes(order, task, 2) <= JOIN_PIXELS_REVISIT_BYTES else []
+
+
+def small_pixels_join(outer: list[Dim], best: int, channels: int, width: int) -> bool:
+    """Whether a small interleave (small_interleave: pixels outer[best], a
+    source-fast dimension, of ``channels`` planes) has outer dimensions
+    along which the executor joins its tasks (join_chain: ones that continue
+    each plane's row), runs of at least twice INTERLEAVE_SMALL_PIXELS
+    pixels; such a copy does not stream."""
+    n = outer[best][0]
+    if n * width >= JOIN_PIXELS_ROW_BYTES or n * channels * width > JOIN_PLANES_TASK_BYTES:
+        return False
+    rest = outer[:best] + outer[best + 1:]
+    chain = join_chain(rest, n * width, n * channels * width)
+    return bool(chain) and math.prod(rest[i][0] for i in chain) * n >= 2 * INTERLEAVE_SMALL_PIXELS
+
+
+def pixels_join_chain(plan: KernelPlan) -> list[int]:
+    """The outer dimensions (indices into plan.outer, innermost first; none
+    for no join) along which a short interleaving task's pixels go on in the
+    source: each plane's row of the next task starts where this one's ends
+    (source_chain).  The executor joins runs along them when they are the
+    innermost ones, in that order (interleave_pixels_join); a copy that
+    streams keeps its order (its tasks' destinations go on from each
+    other's: interleave_tasks_join)."""
     assert plan.tile is not None
     n, iss, ids = plan.inner
     task = n * plan.tile[0] * plan.width
     if (plan.stream or task > JOIN_PLANES_TASK_BYTES or n * plan.width >= JOIN_PIXELS_ROW_BYTES
             or iss != plan.width or plan.tile[2] != plan.width or ids != plan.tile[0] * plan.width):
-        return -1
-    for i in range(len(plan.outer) - 1, -1, -1):
-        if plan.outer[i][1] == n * plan.width and plan.outer[i][0] >= JOIN_MIN_TASKS:
-            return i
-    return -1
+        return []
+    return join_chain(plan.outer, n * plan.width, task)
 
 
 def pixels_join_order(plan: KernelPlan) -> list[Dim]:
-    """An interleaving plan's outer dimensions with pixels_join_dim's
-    innermost, the others in their order."""
-    i = pixels_join_dim(plan)
-    if i < 0:
-        return plan.outer
-    return plan.outer[:i] + plan.outer[i + 1:] + [plan.outer[i]]
+    """An interleaving plan's outer dimensions with pixels_join_chain's
+    innermost (its first the innermost of all), the others in their order."""
+    chain = pixels_join_chain(plan)
+    rest = [d for i, d in enumerate(plan.outer) if i not in chain]
+    return rest + [plan.outer[i] for i in reversed(chain)]
 
 
 def interleave_pixels_join(plan: KernelPlan) -> bool:
     """Whether the executor joins an interleaving plan's tasks along the
     source (execute.c, joined_pixels): tasks of at most JOIN_PLANES_TASK_BYTES
-    that do not stream, whose innermost outer dimension continues each
+    that do not stream, whose innermost outer dimensions continue each
     plane's row, in runs of at least JOIN_MIN_TASKS."""
-    return plan.mode == "interleave" and bool(plan.outer) and pixels_join_dim(plan) == len(plan.outer) - 1
+    if plan.mode != "interleave" or not plan.outer:
+        return False
+    chain = pixels_join_chain(plan)
+    return bool(chain) and chain == list(range(len(plan.outer) - 1, len(plan.outer) - 1 - len(chain), -1))
 
 
 def interleave_streams(plan: KernelPlan) -> bool:

@@ -4064,11 +4064,16 @@ def test_short_rows_into_padded_rows_keep_the_padding(dtype, ask_from, threads):
     ("float64", (7, 2, 7, 12, 8, 4), (4, 3, 2, 0, 5, 1)),
 ], ids=str)
 def test_small_interleaving_tasks_in_strided_batches(dtype, sizes, order, threads, monkeypatch):
-    assert "strided" in [p["mode"] for p in _permuted_plans(dtype, sizes, order)]
-    for plan in _permuted_plans(dtype, sizes, order):
-        assert plan["mode"] != "interleave" or not _planner.small_interleave(
-            plan["inner"][0], plan["tile"][0], plan["width"])
-    _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
+    # (planned element by element, as where no dimension continues a small
+    # interleave's planes in the source: the tests of interleaves joined
+    # along the source take the others)
+    monkeypatch.setattr(_planner, "small_pixels_join", lambda *args: False)
+    with _stream_threshold(_planner.stream_min_total - 1):   # drops the plans held by descriptor
+        assert "strided" in [p["mode"] for p in _permuted_plans(dtype, sizes, order)]
+        for plan in _permuted_plans(dtype, sizes, order):
+            assert plan["mode"] != "interleave" or not _planner.small_interleave(
+                plan["inner"][0], plan["tile"][0], plan["width"])
+        _check_permuted_round_trip(dtype, sizes, order, seed=sum(sizes))
     # Planned as before (the interleave kernel), the same bytes.
     monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
     with _stream_threshold(_planner.stream_min_total):   # drops the plans held by descriptor
@@ -4742,6 +4747,77 @@ def test_runs_of_short_interleaves_joined_along_the_source(dtype, c, n, along, l
         with _isa_level(level):
             _check_gather_out(desc, rng)
             _check_gather_and_scatter(desc, rng)
+
+
+@pytest.mark.parametrize("dtype,c,n", [("int16", 5, 2), ("uint32", 5, 2), ("uint8", 3, 3), ("float64", 3, 2),
+                                        ("float16", 6, 3), ("uint8", 7, 4)])
+@pytest.mark.parametrize("along", [9, 300])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+def test_tiny_interleaves_joined_along_the_source(dtype, c, n, along, stream, threads):
+    # Interleaves of a few pixels of a few planes a task (at most 8 pixels
+    # and 64 bytes), which went element by element, are interleaves joined
+    # along the source where a dimension continues each plane's row for
+    # runs of 16 pixels or more; such a copy never streams.  Gather (fresh
+    # and into out=) against numpy; a scatter leaves every byte outside the
+    # elements as it was.
+    w = np.dtype(dtype).itemsize
+    assert _planner.small_interleave(n, c, w)
+    rng = np.random.default_rng(c * 1000 + n * 10 + along)
+    groups = 5
+    outer = max(2, (1 << 18) // (c * n * along * groups * w) + 1)
+    pss = n * along + 3
+    sg = c * pss + 5
+    sizes = (outer, along, groups, n, c)
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [groups * sg + 7, n, sg, 1, pss])
+    with _stream_threshold(0 if stream else 1 << 60):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "interleave" and not plan["stream"]
+        assert plan["outer"][-1] == (along, n * w, groups * n * c * w)
+        assert _planner.interleave_pixels_join(_gather_kernel_plan(desc))
+        _check_gather_out(desc, rng)
+        _check_gather_and_scatter(desc, rng)
+
+
+@pytest.mark.parametrize("dtype,c,n,a1,a2", [("int16", 6, 3, 4, 313), ("int16", 6, 3, 4, 5), ("uint8", 5, 13, 3, 50),
+                                              ("float32", 3, 2, 2, 7), ("uint16", 2, 14, 5, 90)])
+@pytest.mark.parametrize("level", [0, 3], ids=["generic", "best"])
+def test_interleaves_joined_along_a_chain_of_source_dimensions(dtype, c, n, a1, a2, level, threads):
+    # Each plane's row of n pixels goes on along a dimension of a1 and then
+    # one of a2 (source strides n and n * a1 values), the destination
+    # elsewhere (g1 and g2 between them there): both are made the innermost
+    # loops, a1 inside, and a run of
+    # tasks crosses a1's carries, its planes' rows back to back, up to a2's
+    # end (a run of 12 pixels on its own: 4 tasks of 3).  Gather (fresh and
+    # into out=) against numpy; a scatter leaves every byte outside the
+    # elements as it was.
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(c * 100 + n * 10 + a1 + a2)
+    g1, g2 = 3, 2                                    # destination dimensions between a1 and a2 and inside a1
+    pss = n * a1 * a2 + 5
+    s1 = c * pss + 3
+    s2 = g1 * s1 + 1
+    outer = max(2, (1 << 18) // (c * n * a1 * a2 * g1 * g2 * w) + 1)
+    sizes = (outer, a2, g2, a1, g1, n, c)            # destination order: packed
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [g2 * s2 + 7, n * a1, s2, n, s1, 1, pss])
+    with _stream_threshold(1 << 60):
+        kplan = _gather_kernel_plan(desc)
+        assert kplan.mode == "interleave" and _planner.interleave_pixels_join(kplan)
+        assert [d[:2] for d in kplan.outer[-2:]] == [(a2, n * a1 * w), (a1, n * w)]
+        with _isa_level(level):
+            _check_gather_out(desc, rng)
+            _check_gather_and_scatter(desc, rng)
+
+
+def test_tiny_interleaves_along_a_short_source_run_go_element_by_element():
+    # Runs of fewer than 16 pixels (3 pixels a task, 4 tasks) keep the
+    # element-by-element plan, as do tiny interleaves no dimension continues.
+    n, c = 3, 6
+    for along, step in ((4, n), (9, n + 1)):
+        pss = step * along + 3
+        sg = c * pss + 5
+        desc = ds.BufferTensorDesc("int16", [3, along, 5, n, c], [5 * sg + 7, step, sg, 1, pss])
+        assert _gather_kernel_plan(desc).mode == "strided"
+        _check_gather_and_scatter(desc, np.random.default_rng(along))
 
 
 def _gather_kernel_plan(desc):

@@ -171,8 +171,13 @@ def test_short_strided_rows_of_a_prime_count_batch_whole(monkeypatch):
 def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
     # Tasks of at most INTERLEAVE_SMALL_PIXELS pixels and INTERLEAVE_SMALL_BYTES
     # bytes (2 pixels of 5 int16 channels: 20 bytes) go element by element in
-    # batches, not through the interleave kernel.
+    # batches, not through the interleave kernel, where the executor cannot
+    # join them along the source.  This one it can (the dimension of 23
+    # continues each plane's row): an interleave that does not stream.
     sizes, order = (32, 5, 23, 23, 19, 2), (2, 0, 4, 3, 5, 1)
+    joined = _permuted_plan("scatter", "int16", sizes, order)
+    assert joined.mode == "interleave" and not joined.stream and _planner.interleave_pixels_join(joined)
+    monkeypatch.setattr(_planner, "small_pixels_join", lambda *args: False)
     p = _permuted_plan("scatter", "int16", sizes, order)
     assert p.mode == "strided" and p.tile is not None and p.tile[0] > 1
     assert _planner.small_interleave(2, 5, 2)
@@ -186,6 +191,23 @@ def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
     # With the bound lowered to nothing, the small tasks interleave again.
     monkeypatch.setattr(_planner, "INTERLEAVE_SMALL_PIXELS", 0)
     assert _permuted_plan("scatter", "int16", sizes, order).mode == "interleave"
+
+
+def test_interleaves_join_along_the_source_only_where_neighbours_meet_soon(monkeypatch):
+    # 2 pixels of 5 uint32 channels a task, each plane's row going on along
+    # dimensions of 13475 and 99 (the whole copy): joined along them, a
+    # task's destination would meet the next one's beside it only after
+    # 539 KB of copying (revisit_bytes), so it goes element by element; with
+    # the bound raised it is joined, the chain innermost, its first link
+    # inside.
+    sizes, order = (245, 55, 99, 2, 5), (4, 2, 0, 1, 3)
+    p = _permuted_plan("gather", "uint32", sizes, order)
+    assert p.mode == "strided"
+    monkeypatch.setattr(_planner, "JOIN_PIXELS_REVISIT_BYTES", 1 << 30)
+    q = _permuted_plan("gather", "uint32", sizes, order)
+    assert q.mode == "interleave" and not q.stream and _planner.interleave_pixels_join(q)
+    assert [d[:2] for d in q.outer] == [(99, 107800), (13475, 8)]
+    assert _planner.revisit_bytes(q.outer, 40, 2) == 13475 * 40 > 512 << 10
 
 
 def test_short_contiguous_runs_are_wider_values():
@@ -1149,7 +1171,10 @@ def test_strided_plans_run_far_revisited_dimensions_innermost(monkeypatch):
 ])
 def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monkeypatch):
     # Dimensions that come back to a task's lines within FAR_REVISIT bytes
-    # keep the destination order (moving them measured 0.57-0.88x).
+    # keep the destination order (moving them measured 0.57-0.88x); planned
+    # element by element, as where no dimension continues a small
+    # interleave's planes in the source.
+    monkeypatch.setattr(_planner, "small_pixels_join", lambda *args: False)
     plan = _main_plan(dtype, sizes, order, op)
     monkeypatch.setattr(_planner, "STRIDED_REVISIT_ORDER", False)
     before = _main_plan(dtype, sizes, order, op)

@@ -431,16 +431,31 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
    planes' rows go on in the source are joined along it (joined_pixels).
    The most tasks a run joins (0: not joined), along the destination or
    along_source. */
+/* The innermost outer dimensions that continue an interleave's plane rows
+   in the source, each from the one inside it (the planner's source_chain,
+   made innermost: pixels_join_order): the tasks from the one at idx to the
+   chain's end (idx NULL: the chain's tasks in all; 0 without one). */
+static inline int64_t source_chain(const dmls_plan *p, const int64_t *idx) {
+    int64_t want = p->inner_size * p->width, tasks = 1, left = 0;
+    int i;
+    for (i = p->outer_ndim - 1; i >= 0 && p->outer_size[i] > 1 && p->outer_src_stride[i] == want; i--) {
+        left += (p->outer_size[i] - 1 - (idx != NULL ? idx[i] : 0)) * tasks;
+        tasks *= p->outer_size[i];
+        want *= p->outer_size[i];
+    }
+    return i == p->outer_ndim - 1 ? 0 : left + 1;
+}
+
 static inline int64_t joined_interleaves(const dmls_plan *p, int along_source) {
     const int last = p->outer_ndim - 1;
     const int64_t w = p->width, c = p->tile_size, n = p->inner_size;
     int64_t m;
     if (p->mode != DMLS_MODE_INTERLEAVE || p->segments != 1 || last < 0 || c < 1 || n < 1 ||
             p->inner_src_stride != w || p->inner_dst_stride != c * w || p->tile_dst_stride != w ||
-            c * n * w > DMLS_JOIN_PLANES_TASK_BYTES || p->outer_size[last] < DMLS_JOIN_MIN_TASKS)
+            c * n * w > DMLS_JOIN_PLANES_TASK_BYTES)
         return 0;
-    if (along_source ? p->stream || n * w >= DMLS_JOIN_PIXELS_ROW_BYTES || p->outer_src_stride[last] != n * w
-                     : !p->stream || p->outer_dst_stride[last] != n * c * w)
+    if (along_source ? p->stream || n * w >= DMLS_JOIN_PIXELS_ROW_BYTES || source_chain(p, NULL) < DMLS_JOIN_MIN_TASKS
+                     : !p->stream || p->outer_dst_stride[last] != n * c * w || p->outer_size[last] < DMLS_JOIN_MIN_TASKS)
         return 0;
     m = DMLS_JOIN_BYTES / (c * n * w);
     return m >= DMLS_JOIN_MIN_TASKS ? m : 0;
@@ -448,8 +463,9 @@ static inline int64_t joined_interleaves(const dmls_plan *p, int along_source) {
 static inline int64_t joined_planes(const dmls_plan *p) { return joined_interleaves(p, 0); }
 
 /* Runs of short interleaves whose pixels go on in the source instead (the
-   innermost outer dimension steps each plane's row by the task's pixels;
-   the planner puts such a dimension innermost, interleave_pixels_join):
+   innermost outer dimension steps each plane's row by the task's pixels,
+   and any dimensions outside it that go on from it, source_chain; the
+   planner puts such dimensions innermost, interleave_pixels_join):
    up to DMLS_JOIN_BYTES of a run's pixels are interleaved at once, from
    each plane's one long row, into a buffer, and each task's pixels are
    then copied to its destination.  Task by task, a few pixels each, the
@@ -458,10 +474,10 @@ static inline int64_t joined_planes(const dmls_plan *p) { return joined_interlea
    as many lines, most of whose other bytes the tasks of that dimension
    read again later.  Tasks of at most DMLS_JOIN_PLANES_TASK_BYTES whose
    planes' rows are under DMLS_JOIN_PIXELS_ROW_BYTES, in runs of at least
-   DMLS_JOIN_MIN_TASKS.  Two builds alternating (2 threads, 6 rounds), 20
-   unnamed 4-D to 6-D gathers and scatters so planned ran 1.06-4.53x
-   faster (that uint8 gather 12.0 -> 3.7 ms; see the planner's
-   JOIN_PIXELS_ROW_BYTES). */
+   DMLS_JOIN_MIN_TASKS.  Two builds alternating (2 threads, 5-6 rounds),
+   45 unnamed 4-D to 6-D gathers and scatters so planned ran 1.97x faster
+   by geometric mean, a fresh 11 1.97x (that uint8 gather 12.0 -> 3.7 ms;
+   see the planner's JOIN_PIXELS_ROW_BYTES). */
 static inline int64_t joined_pixels(const dmls_plan *p) { return joined_interleaves(p, 1); }
 
 /* The longest rows that take that inline copy.  Up to 64 bytes first;
@@ -982,17 +998,19 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            to its destination. */
         const int w = p->width;
         const int64_t c = p->tile_size, kss = p->tile_src_stride, task = c * p->inner_size * w;
-        const int64_t dstep = p->outer_dst_stride[p->outer_ndim - 1];
         char *join = dmls_scratch();
         int64_t m, g;
         if (join != NULL) {
             join += DMLS_SCRATCH_JOIN;
             for (t = t0; t < t1; t += m) {
-                m = run_left(p, idx, t1 - t);
+                m = source_chain(p, idx);
+                if (m > t1 - t) m = t1 - t;
                 if (m > mjoin) m = mjoin;
                 DMLS_BY_WIDTH(w, dmls_interleave_, (s + so, join, c, kss, m * p->inner_size));
-                for (g = 0; g < m; g++) dmls_copy_short(d + do_ + g * dstep, join + g * task, task);
-                next_run(p, idx, &so, &do_, m);
+                for (g = 0; g < m; g++) {
+                    dmls_copy_short(d + do_, join + g * task, task);
+                    next_outer(p, idx, &so, &do_);
+                }
             }
             return;
         }

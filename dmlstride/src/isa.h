@@ -67,7 +67,7 @@ enum {
 #define DMLS_JOIN_MIN_TASKS 4
 /* Tasks of at most DMLS_JOIN_PLANES_TASK_BYTES that do not stream, whose
    planes' rows are shorter than this many bytes, are joined along the
-   source instead where a dimension continues those rows (execute.c,
+   source instead where dimensions continue those rows (execute.c,
    joined_pixels; the planner's JOIN_PIXELS_ROW_BYTES). */
 #define DMLS_JOIN_PIXELS_ROW_BYTES 64
 
