@@ -1775,11 +1775,14 @@ def source_chain(outer: list[Dim], row: int) -> list[int]:
 
 
 def join_chain(outer: list[Dim], row: int, task: int) -> list[int]:
-    """source_chain for rows of ``row`` bytes, tasks of ``task``, where the
-    executor would join along it: JOIN_MIN_TASKS tasks or more, and with it
-    innermost, at most JOIN_PIXELS_REVISIT_BYTES copied between a task's
-    destination and the next one's beside it (revisit_bytes); none
-    otherwise."""
+    """source_chain for plane rows of ``row`` bytes, interleaving tasks of
+    ``task``, where the executor would join along it: rows under
+    JOIN_PIXELS_ROW_BYTES, tasks of at most JOIN_PLANES_TASK_BYTES,
+    JOIN_MIN_TASKS tasks or more, and with the chain innermost, at most
+    JOIN_PIXELS_REVISIT_BYTES copied between a task's destination and the
+    next one's beside it (revisit_bytes); none otherwise."""
+    if row >= JOIN_PIXELS_ROW_BYTES or task > JOIN_PLANES_TASK_BYTES:
+        return []
     chain = source_chain(outer, row)
     if math.prod(outer[i][0] for i in chain) < JOIN_MIN_TASKS:
         return []
@@ -1794,8 +1797,6 @@ def small_pixels_join(outer: list[Dim], best: int, channels: int, width: int) ->
     each plane's row), runs of at least twice INTERLEAVE_SMALL_PIXELS
     pixels; such a copy does not stream."""
     n = outer[best][0]
-    if n * width >= JOIN_PIXELS_ROW_BYTES or n * channels * width > JOIN_PLANES_TASK_BYTES:
-        return False
     rest = outer[:best] + outer[best + 1:]
     chain = join_chain(rest, n * width, n * channels * width)
     return bool(chain) and math.prod(rest[i][0] for i in chain) * n >= 2 * INTERLEAVE_SMALL_PIXELS
@@ -1812,8 +1813,7 @@ def pixels_join_chain(plan: KernelPlan) -> list[int]:
     assert plan.tile is not None
     n, iss, ids = plan.inner
     task = n * plan.tile[0] * plan.width
-    if (plan.stream or task > JOIN_PLANES_TASK_BYTES or n * plan.width >= JOIN_PIXELS_ROW_BYTES
-            or iss != plan.width or plan.tile[2] != plan.width or ids != plan.tile[0] * plan.width):
+    if plan.stream or iss != plan.width or plan.tile[2] != plan.width or ids != plan.tile[0] * plan.width:
         return []
     return join_chain(plan.outer, n * plan.width, task)
 

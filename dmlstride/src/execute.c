@@ -412,6 +412,21 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
     return m >= 4 ? m : 0;
 }
 
+/* The innermost outer dimensions that continue an interleave's plane rows
+   in the source, each from the one inside it (the planner's source_chain,
+   made innermost: pixels_join_order): the tasks from the one at idx to the
+   chain's end (idx NULL: the chain's tasks in all; 0 without one). */
+static inline int64_t source_chain(const dmls_plan *p, const int64_t *idx) {
+    int64_t want = p->inner_size * p->width, tasks = 1, left = 0;
+    int i;
+    for (i = p->outer_ndim - 1; i >= 0 && p->outer_size[i] > 1 && p->outer_src_stride[i] == want; i--) {
+        left += (p->outer_size[i] - 1 - (idx != NULL ? idx[i] : 0)) * tasks;
+        tasks *= p->outer_size[i];
+        want *= p->outer_size[i];
+    }
+    return i == p->outer_ndim - 1 ? 0 : left + 1;
+}
+
 /* Runs of short interleaves joined the same way.  An interleave task of a
    few pixels (a 5-D permutation: 3 one-byte planes of 28 pixels a task, 84
    bytes, in 763560 tasks) whose destination goes on in the next task's
@@ -431,21 +446,6 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
    planes' rows go on in the source are joined along it (joined_pixels).
    The most tasks a run joins (0: not joined), along the destination or
    along_source. */
-/* The innermost outer dimensions that continue an interleave's plane rows
-   in the source, each from the one inside it (the planner's source_chain,
-   made innermost: pixels_join_order): the tasks from the one at idx to the
-   chain's end (idx NULL: the chain's tasks in all; 0 without one). */
-static inline int64_t source_chain(const dmls_plan *p, const int64_t *idx) {
-    int64_t want = p->inner_size * p->width, tasks = 1, left = 0;
-    int i;
-    for (i = p->outer_ndim - 1; i >= 0 && p->outer_size[i] > 1 && p->outer_src_stride[i] == want; i--) {
-        left += (p->outer_size[i] - 1 - (idx != NULL ? idx[i] : 0)) * tasks;
-        tasks *= p->outer_size[i];
-        want *= p->outer_size[i];
-    }
-    return i == p->outer_ndim - 1 ? 0 : left + 1;
-}
-
 static inline int64_t joined_interleaves(const dmls_plan *p, int along_source) {
     const int last = p->outer_ndim - 1;
     const int64_t w = p->width, c = p->tile_size, n = p->inner_size;
