@@ -1621,6 +1621,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                    and interleave_streams(plan))
     if mode == "interleave":
         plan.outer = pixels_join_order(plan)
+        if plan.stream and interleave_pixels_join(plan):
+            plan.stream = False   # (joined along the source, with ordinary stores)
     plan.l2 = 2 if tile_through_l2(plan) else 0
     split_tasks(plan)
     batch_short_rows(plan)
@@ -1730,8 +1732,12 @@ JOIN_MIN_TASKS = 4
 #: tasks, 12.0 -> 3.7 ms), a fresh 11 1.97x (0.91-3.94x; plans left as they
 #: were 0.85-1.04x in the same runs).  Rows of 82-90 bytes had run
 #: 0.68-0.95x joined (each task's rows already whole lines), hence the
-#: bound; copies that stream (16, their order changed and not streamed)
-#: 0.99x by geometric mean, and keep theirs.
+#: bound.  Copies that stream are joined so too, and then do not stream,
+#: unless the executor joins their tasks along the destination
+#: (interleave_tasks_join): 8 unnamed ones so planned ran 1.09-4.49x faster,
+#: a fresh 8 0.98-3.28x (1.49x by geometric mean; a uint8 gather of 5 planes
+#: of 2 pixels a task 17.9 -> 5.5 ms); 16 whose order changed, most of them
+#: joined along the destination before, 0.99x.
 JOIN_PIXELS_ROW_BYTES = 64
 #: ... where, with the dimensions joined along innermost, at most this many
 #: bytes are copied between a task's destination and the next one's beside it
@@ -1807,13 +1813,14 @@ def pixels_join_chain(plan: KernelPlan) -> list[int]:
     for no join) along which a short interleaving task's pixels go on in the
     source: each plane's row of the next task starts where this one's ends
     (source_chain).  The executor joins runs along them when they are the
-    innermost ones, in that order (interleave_pixels_join); a copy that
-    streams keeps its order (its tasks' destinations go on from each
-    other's: interleave_tasks_join)."""
+    innermost ones, in that order (interleave_pixels_join), and the copy does
+    not stream; one that streams and whose tasks the executor joins along
+    the destination instead (interleave_tasks_join) keeps its order."""
     assert plan.tile is not None
     n, iss, ids = plan.inner
     task = n * plan.tile[0] * plan.width
-    if plan.stream or iss != plan.width or plan.tile[2] != plan.width or ids != plan.tile[0] * plan.width:
+    if (plan.stream and interleave_tasks_join(plan)) or iss != plan.width or plan.tile[2] != plan.width \
+            or ids != plan.tile[0] * plan.width:
         return []
     return join_chain(plan.outer, n * plan.width, task)
 

@@ -3416,7 +3416,9 @@ def test_interleaves_stream_from_a_quarter_of_the_threshold(dtype, sizes, order,
     # two-byte values and shorter one-byte tasks from all of it; tasks of
     # four- and eight-byte values under 256 bytes only where each task's
     # destination goes on from the one before's, four or more in a run (the
-    # executor joins those).  Streamed or not, against numpy.
+    # executor joins those); of the others, those whose planes' rows go on
+    # in the source (the last two here) are joined along it instead, and do
+    # not stream at all.  Streamed or not, against numpy.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     packed = ds.BufferTensorDesc(dtype, sizes)
     src, dst = (packed, desc) if op == "scatter" else (desc, packed)
@@ -3439,7 +3441,10 @@ def test_interleaves_stream_from_a_quarter_of_the_threshold(dtype, sizes, order,
             _engine._set_stream_min_total(4 * nbytes + 8)          # a quarter of it: nbytes + 2
             assert not plan()["stream"]
         _engine._set_stream_min_total(nbytes)
-        assert plan()["stream"]
+        joined = _planner.interleave_pixels_join(
+            _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * dt.itemsize).main)
+        assert joined is (sizes in ((2, 13, 3, 5, 47, 10), (8, 37, 3, 3, 5, 5)))
+        assert plan()["stream"] is not joined
         for limit in (4 * nbytes, nbytes):
             _engine._set_stream_min_total(limit)
             if op == "gather":
@@ -4818,6 +4823,26 @@ def test_tiny_interleaves_along_a_short_source_run_go_element_by_element():
         desc = ds.BufferTensorDesc("int16", [3, along, 5, n, c], [5 * sg + 7, step, sg, 1, pss])
         assert _gather_kernel_plan(desc).mode == "strided"
         _check_gather_and_scatter(desc, np.random.default_rng(along))
+
+
+@pytest.mark.parametrize("dtype,c,n", [("uint8", 5, 13), ("int16", 3, 7), ("float32", 4, 9)])
+def test_streamed_interleaves_joined_along_the_source_stop_streaming(dtype, c, n, threads):
+    # A copy that streams, whose tasks' destinations go on from each other's
+    # only two at a time (too few to join along the destination), while a
+    # dimension of 40 continues each plane's row: joined along the source,
+    # with ordinary stores.  Gather (fresh and into out=) against numpy; a
+    # scatter leaves every byte outside the elements as it was.
+    w = np.dtype(dtype).itemsize
+    pss = n * 40 + 3
+    sg = c * pss + 5
+    desc = ds.BufferTensorDesc(dtype, [9, 40, 2, n, c], [2 * sg + 7, n, sg, 1, pss])
+    rng = np.random.default_rng(c * 10 + n)
+    with _stream_threshold(0):
+        kplan = _gather_kernel_plan(desc)
+        assert kplan.mode == "interleave" and not kplan.stream and _planner.interleave_pixels_join(kplan)
+        assert not _planner.interleave_tasks_join(kplan)
+        _check_gather_out(desc, rng)
+        _check_gather_and_scatter(desc, rng)
 
 
 def _gather_kernel_plan(desc):

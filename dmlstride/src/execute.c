@@ -445,7 +445,7 @@ static inline int64_t source_chain(const dmls_plan *p, const int64_t *idx) {
    0.66-1.34x joined (7 in a fresh set), and are not so; those whose
    planes' rows go on in the source are joined along it (joined_pixels).
    The most tasks a run joins (0: not joined), along the destination or
-   along_source. */
+   along_source (a plan joined so does not stream). */
 static inline int64_t joined_interleaves(const dmls_plan *p, int along_source) {
     const int last = p->outer_ndim - 1;
     const int64_t w = p->width, c = p->tile_size, n = p->inner_size;

@@ -65,10 +65,10 @@ enum {
    tasks earlier for that (its interleave_tasks_join). */
 #define DMLS_JOIN_PLANES_TASK_BYTES 512
 #define DMLS_JOIN_MIN_TASKS 4
-/* Tasks of at most DMLS_JOIN_PLANES_TASK_BYTES that do not stream, whose
-   planes' rows are shorter than this many bytes, are joined along the
-   source instead where dimensions continue those rows (execute.c,
-   joined_pixels; the planner's JOIN_PIXELS_ROW_BYTES). */
+/* Tasks of at most DMLS_JOIN_PLANES_TASK_BYTES whose planes' rows are
+   shorter than this many bytes are joined along the source instead where
+   dimensions continue those rows (execute.c, joined_pixels; the planner's
+   JOIN_PIXELS_ROW_BYTES), in copies that then do not stream. */
 #define DMLS_JOIN_PIXELS_ROW_BYTES 64
 
 typedef struct {
