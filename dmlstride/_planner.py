@@ -1619,10 +1619,11 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
                    or mode == "interleave" and not small_interleave(inner_n, tile[0], width)
                    and interleave_streams(plan))
-    if mode == "interleave":
-        plan.outer = pixels_join_order(plan)
-        if plan.stream and interleave_pixels_join(plan):
-            plan.stream = False   # (joined along the source, with ordinary stores)
+    chain = pixels_join_chain(plan) if mode == "interleave" else []
+    if chain:
+        # joined along the source (innermost, its first link inside), with ordinary stores
+        plan.outer = chain_innermost(plan.outer, chain)
+        plan.stream = False
     plan.l2 = 2 if tile_through_l2(plan) else 0
     split_tasks(plan)
     batch_short_rows(plan)
@@ -1792,8 +1793,14 @@ def join_chain(outer: list[Dim], row: int, task: int) -> list[int]:
     chain = source_chain(outer, row)
     if math.prod(outer[i][0] for i in chain) < JOIN_MIN_TASKS:
         return []
-    order = [d for i, d in enumerate(outer) if i not in chain] + [outer[i] for i in reversed(chain)]
-    return chain if revisit_bytes(order, task, 2) <= JOIN_PIXELS_REVISIT_BYTES else []
+    return chain if revisit_bytes(chain_innermost(outer, chain), task, 2) <= JOIN_PIXELS_REVISIT_BYTES else []
+
+
+def chain_innermost(outer: list[Dim], chain: list[int]) -> list[Dim]:
+    """outer with the dimensions of chain (indices, innermost first, as
+    source_chain gives them) innermost, its first the innermost of all, the
+    others in their order."""
+    return [d for i, d in enumerate(outer) if i not in chain] + [outer[i] for i in reversed(chain)]
 
 
 def small_pixels_join(outer: list[Dim], best: int, channels: int, width: int) -> bool:
@@ -1813,8 +1820,8 @@ def pixels_join_chain(plan: KernelPlan) -> list[int]:
     for no join) along which a short interleaving task's pixels go on in the
     source: each plane's row of the next task starts where this one's ends
     (source_chain).  The executor joins runs along them when they are the
-    innermost ones, in that order (interleave_pixels_join), and the copy does
-    not stream; one that streams and whose tasks the executor joins along
+    innermost ones, in that order (plan_bytes puts them there:
+    chain_innermost; interleave_pixels_join), and the copy does not stream; one that streams and whose tasks the executor joins along
     the destination instead (interleave_tasks_join) keeps its order."""
     assert plan.tile is not None
     n, iss, ids = plan.inner
@@ -1823,14 +1830,6 @@ def pixels_join_chain(plan: KernelPlan) -> list[int]:
             or ids != plan.tile[0] * plan.width:
         return []
     return join_chain(plan.outer, n * plan.width, task)
-
-
-def pixels_join_order(plan: KernelPlan) -> list[Dim]:
-    """An interleaving plan's outer dimensions with pixels_join_chain's
-    innermost (its first the innermost of all), the others in their order."""
-    chain = pixels_join_chain(plan)
-    rest = [d for i, d in enumerate(plan.outer) if i not in chain]
-    return rest + [plan.outer[i] for i in reversed(chain)]
 
 
 def interleave_pixels_join(plan: KernelPlan) -> bool:

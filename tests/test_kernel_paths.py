@@ -3441,8 +3441,7 @@ def test_interleaves_stream_from_a_quarter_of_the_threshold(dtype, sizes, order,
             _engine._set_stream_min_total(4 * nbytes + 8)          # a quarter of it: nbytes + 2
             assert not plan()["stream"]
         _engine._set_stream_min_total(nbytes)
-        joined = _planner.interleave_pixels_join(
-            _planner.plan_copy(list(sizes), src.effective_strides, dst.effective_strides, 8 * dt.itemsize).main)
+        joined = _planner.interleave_pixels_join(_main_plan(dtype, sizes, order, op))
         assert joined is (sizes in ((2, 13, 3, 5, 47, 10), (8, 37, 3, 3, 5, 5)))
         assert plan()["stream"] is not joined
         for limit in (4 * nbytes, nbytes):

@@ -414,7 +414,7 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
 
 /* The innermost outer dimensions that continue an interleave's plane rows
    in the source, each from the one inside it (the planner's source_chain,
-   made innermost: pixels_join_order): the tasks from the one at idx to the
+   made innermost: chain_innermost): the tasks from the one at idx to the
    chain's end (idx NULL: the chain's tasks in all; 0 without one). */
 static inline int64_t source_chain(const dmls_plan *p, const int64_t *idx) {
     int64_t want = p->inner_size * p->width, tasks = 1, left = 0;
