@@ -75,6 +75,7 @@ cdef extern from "src/plan.h":
         int block_whole
         int block_next
         int block_dst_ahead
+        int64_t block_join
         int l2
         int64_t narrow_cached_bytes
         int stage_tasks

@@ -553,6 +553,7 @@ class BlockGroups:
     whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
     next: bool = False                # in place or whole: ask for the next block's lines
     dst_ahead: bool = True            # in place or whole: ask for the destination lines of the tiles ahead
+    join: int = 0                     # whole: at most this many blocks a buffer (block_join)
 
 
 @dataclass
@@ -985,7 +986,55 @@ BLOCK_NEXT_MIN_TOTAL = 8 << 20
 BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
 
 
-def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int) -> bool:
+#: Whole blocks are joined along the innermost outer dimension where its
+#: destination stride is the block's row (J's values): each block's k rows
+#: run on into the next block's, which had been written block by block,
+#: rows of J alone.  BLOCK_JOIN_RUN_BYTES of each row at a time (block_join)
+#: are transposed into the buffer side by side and streamed out as one run
+#: (src/block.c: block_whole, dmls_block_joined), in copies of at least
+#: stream_min_total bytes (past the L3, where each destination line read for
+#: ownership costs a line from memory), of blocks of at least
+#: BLOCK_JOIN_MIN_ROWS rows (more write streams than the hardware follows)
+#: of 64 to BLOCK_JOIN_MAX_ROW bytes each, and at least
+#: BLOCK_JOIN_MIN_BLOCKS blocks a buffer.  Such blocks had been in place,
+#: rows of a few lines each with ordinary stores (or whole, their runs one
+#: row long).  Two builds alternating (2 threads, 4 rounds), without those
+#: bounds 16 unnamed 5-D and 6-D permutations of 14-67 MB whose plans it
+#: changed ran 1.14x faster by geometric mean (0.84-1.60x; a float16 gather
+#: of blocks of 36 rows of 120 bytes 1.60x, a uint8 gather of 78 rows of
+#: 220 bytes 0.35 -> 0.48 of the memcpy limit), but with rows of up to 1 KiB
+#: only 16 others 0.94x (0.54-1.34x): blocks of 10-12 rows, rows of 14-23
+#: bytes and copies of 14-21 MB ran 0.54-0.87x.  With the bounds on the
+#: size, rows and row length, a fresh 16 of 37-64 MB 1.13x (0.80-1.52x),
+#: whose four of two blocks a buffer 0.80-1.06x, hence at least three; with
+#: all the bounds, a fresh 16 of 3000 draws 1.26x (0.96-1.62x, 13 faster).
+#: About one plan in 150 of the unnamed benchmark's draws (19-21 of 3000, in
+#: three sets; one in 75 of its 5-D and 6-D ones).
+BLOCK_JOIN = True
+BLOCK_JOIN_RUN_BYTES = 4096
+BLOCK_JOIN_MIN_ROWS = 33
+BLOCK_JOIN_MAX_ROW = 1024
+BLOCK_JOIN_MIN_BLOCKS = 3
+
+
+def block_join(outer: list[Dim], kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int) -> int:
+    """How many whole ``jtot x ktot`` blocks a buffer takes along the
+    innermost of ``outer`` (slowest first), in a copy of ``dst_bytes``
+    bytes, where that dimension carries on the block's rows in the
+    destination and no k dimension does (whole_run_bytes); 0 where they
+    are not joined (see BLOCK_JOIN).  As many as make rows of
+    BLOCK_JOIN_RUN_BYTES, within the dimension and the buffer."""
+    if not BLOCK_JOIN or not outer or dst_bytes < stream_min_total or ktot < BLOCK_JOIN_MIN_ROWS:
+        return 0
+    n, _, b = outer[-1]
+    row = jtot * width
+    if n < 2 or b != row or not 64 <= row < BLOCK_JOIN_MAX_ROW or whole_run_bytes(kgroup, row) != row:
+        return 0
+    m = min(n, -(-BLOCK_JOIN_RUN_BYTES // row), BLOCK_L2_BYTES // (row * ktot))
+    return m if m >= BLOCK_JOIN_MIN_BLOCKS else 0
+
+
+def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: int, join: int = 0) -> bool:
     """Whether a block of ``jtot x ktot`` values (k rows at ``kgroup``'s
     destination offsets), in a copy of ``dst_bytes`` whose rows cannot
     stream one by one (or would only through the L2 buffers, see
@@ -1001,13 +1050,16 @@ def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: 
     1.29x (0.79-1.92x, 18 faster; 0.70 -> 0.90).  Their rows back to back
     in the destination (a run of several rows) gained most, 1.03-1.95x:
     the L2 path writes them row by row, each row's end lines in part.
+    With ``join`` (block_join), ``join`` such blocks side by side, whose
+    rows make runs ``join`` times as long.
     """
-    block = jtot * ktot * width
+    blocks = max(join, 1)
+    block = jtot * ktot * width * blocks
     if not WHOLE_BLOCKS or dst_bytes < transpose_stream_min() or block > BLOCK_L2_BYTES:
         return False
     if width <= BLOCK_WHOLE_SMALL_MAX_WIDTH and block < BLOCK_WHOLE_MIN_BLOCK_BYTES:
         return False
-    run = whole_run_bytes(kgroup, jtot * width)
+    run = whole_run_bytes(kgroup, jtot * width) * blocks
     return run >= BLOCK_WHOLE_MIN_BYTES or (
         width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES and block // run >= BLOCK_WHOLE_MIN_RUNS)
 
@@ -1216,9 +1268,14 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         share = min(jtot, whole_tiles_share(jtot, -(-MIN_BLOCK_TASKS // outer_count)))
     # A whole block (see takes_whole) takes the place of the L2 buffers too,
     # and of streaming rows one by one where those would go through them.
+    # Whole blocks joined along the innermost outer dimension (block_join)
+    # where that takes them.
     l2 = 0 if in_place else block_l2_path(jtot, ktot, width, kgroup, dst_bytes, l2_min)
-    whole = (share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
-             and takes_whole(kgroup, jtot, ktot, width, dst_bytes))
+    may_whole = share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
+    join = block_join(dims, kgroup, jtot, ktot, width, dst_bytes) if may_whole else 0
+    if join and not takes_whole(kgroup, jtot, ktot, width, dst_bytes, join):
+        join = 0
+    whole = may_whole and (join > 0 or takes_whole(kgroup, jtot, ktot, width, dst_bytes))
     if whole:
         l2, stream = 0, False
     if l2:
@@ -1235,7 +1292,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
                           lines=lines, whole=whole, next=nxt,
-                          dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL), l2=l2)
+                          dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL, join=join), l2=l2)
 
 
 #: A transpose planned as a tile whose shorter side is under
@@ -2739,5 +2796,6 @@ def describe(plan: CopyPlan) -> dict:
         info["block"] = {"j": list(m.block.j), "k": list(m.block.k),
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
                          "lines": m.block.lines, "whole": bool(m.block.whole),
-                         "next": bool(m.block.next), "dst_ahead": bool(m.block.dst_ahead)}
+                         "next": bool(m.block.next), "dst_ahead": bool(m.block.dst_ahead),
+                         "join": m.block.join}
     return info

@@ -2441,7 +2441,10 @@ def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(mo
         monkeypatch.setattr(_planner, "BLOCK_WHOLE_ROW_BYTES", row + 1)
         assert not whole()
         monkeypatch.undo()
-        # Four-byte values: 51-54 rows of 520-624 bytes, kept in place.
+        # Four-byte values: 51-54 rows of 520-624 bytes, kept in place (not
+        # joined along the dimension that carries their rows on: the next
+        # tests).
+        monkeypatch.setattr(_planner, "BLOCK_JOIN", False)
         for fdtype, fsizes, forder, fop in [("float32", (34, 5, 13, 17, 3), (4, 3, 0, 2, 1), "scatter"),
                                             ("uint32", (4, 29, 39, 3, 18), (3, 4, 1, 0, 2), "scatter")]:
             plan, check = _permutation_plan_and_check(fdtype, fsizes, forder, forder, fop)
@@ -2450,6 +2453,122 @@ def test_blocks_of_many_runs_stream_whole_only_for_short_values_and_long_rows(mo
             assert _planner.BLOCK_WHOLE_ROW_BYTES <= frow < _planner.BLOCK_WHOLE_MIN_BYTES
             assert len(_row_runs(plan.block.k, frow)) >= _planner.BLOCK_WHOLE_MIN_RUNS
             assert not plan.block.whole
+            check()
+
+
+# Blocks of 33 or more rows of 64 bytes to 1 KiB whose innermost outer
+# dimension carries their rows on in the destination (its destination
+# stride is a row), of which runs of several blocks are joined into one
+# whole block (block_join): the dimension's size is no multiple of the
+# blocks a buffer takes, so each of its runs ends with a shorter join.
+# (dtype, sizes, order, op)
+JOINED_BLOCKS = [
+    ("uint8", (37, 9, 15, 35), (3, 1, 0, 2), "scatter"),
+    ("uint8", (38, 7, 18, 39), (2, 1, 3, 0), "gather"),
+    ("int16", (13, 8, 31, 34), (3, 2, 1, 0), "scatter"),
+    ("int16", (35, 13, 28, 7), (1, 3, 2, 0), "gather"),
+    ("float32", (13, 28, 2, 3, 36), (4, 0, 2, 1, 3), "scatter"),
+    ("float32", (36, 11, 9, 13), (2, 1, 3, 0), "gather"),
+    ("float64", (23, 6, 2, 7, 38), (4, 0, 3, 1, 2), "scatter"),
+    ("float64", (38, 17, 2, 23, 2), (2, 4, 1, 3, 0), "gather"),
+]
+
+
+def _check_joined(plan):
+    # A whole block joined along the innermost outer dimension, which
+    # carries its rows on, within the bounds: as many blocks as make rows
+    # of BLOCK_JOIN_RUN_BYTES, that dimension holds and the buffer takes.
+    row = plan.block.j_elems * plan.width
+    n, _, dst_stride = plan.outer[-1]
+    assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+    assert dst_stride == row and _row_runs(plan.block.k, row) == [row] * plan.block.k_elems
+    assert plan.block.k_elems >= _planner.BLOCK_JOIN_MIN_ROWS and 64 <= row < _planner.BLOCK_JOIN_MAX_ROW
+    join = plan.block.join
+    assert _planner.BLOCK_JOIN_MIN_BLOCKS <= join < n and n % join != 0
+    assert join * row * plan.block.k_elems <= _planner.BLOCK_L2_BYTES
+    assert (join * row >= _planner.BLOCK_JOIN_RUN_BYTES > (join - 1) * row
+            or (join + 1) * row * plan.block.k_elems > _planner.BLOCK_L2_BYTES)
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", JOINED_BLOCKS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in JOINED_BLOCKS])
+def test_whole_blocks_joined_along_the_dimension_that_carries_their_rows(dtype, sizes, order, op, level, threads):
+    # With streaming from 0 bytes.  The generic kernels take no whole block
+    # (each block goes in place); two threads split runs of blocks.
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, _check_joined)
+
+
+def test_blocks_join_only_within_the_bounds(monkeypatch):
+    dtype, sizes, order, op = JOINED_BLOCKS[2]
+    nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
+
+    def plan():
+        return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+
+    with _stream_threshold(nbytes):
+        _check_joined(plan())
+    with _stream_threshold(nbytes + 1):   # under stream_min_total
+        assert plan().block.join == 0
+    with _stream_threshold(0):
+        p = plan()
+        _check_joined(p)
+        row, rows, join = p.block.j_elems * p.width, p.block.k_elems, p.block.join
+        for name, joins, no_join in [("BLOCK_JOIN_MIN_ROWS", rows, rows + 1),
+                                     ("BLOCK_JOIN_MAX_ROW", row + 1, row),
+                                     ("BLOCK_JOIN_MIN_BLOCKS", join, join + 1),
+                                     ("BLOCK_JOIN", True, False)]:
+            monkeypatch.setattr(_planner, name, joins)
+            assert plan().block.join == join
+            monkeypatch.setattr(_planner, name, no_join)
+            assert plan().block.join == 0
+            monkeypatch.undo()
+        # Rows of 8 KiB asked: the whole dimension (31 blocks, which the
+        # buffer takes), and with less room, as many as it takes.
+        monkeypatch.setattr(_planner, "BLOCK_JOIN_RUN_BYTES", 8192)
+        assert plan().block.join == p.outer[-1][0] <= _planner.BLOCK_L2_BYTES // (row * rows)
+        monkeypatch.setattr(_planner, "BLOCK_L2_BYTES", 20 * row * rows + 1)
+        assert plan().block.join == 20
+
+
+def _joined_plan(outer=None, whole=None, join=None):
+    # plan_copy with its main plan changed as given: its outer dimensions,
+    # whether blocks are whole, the blocks a join takes.
+    plan_copy = _planner.plan_copy
+
+    def changed(*args, **kwargs):
+        plan = plan_copy(*args, **kwargs)
+        m = plan.main
+        if m.mode == "block":
+            if outer is not None:
+                m.outer = outer(m.outer)
+            if whole is not None:
+                m.block.whole = whole
+            if join is not None:
+                m.block.join = join
+        return plan
+    return changed
+
+
+@pytest.mark.parametrize("case", [0, 3, 5])
+@pytest.mark.parametrize("change", [
+    dict(join=1 << 40),                        # more blocks than the buffer takes
+    dict(join=-3),
+    dict(outer=lambda o: o[::-1]),             # the innermost outer dimension no longer carries the rows
+    dict(whole=False),                         # blocks in place
+    dict(join=1 << 20, whole=False),
+], ids=["huge", "negative", "turned", "in-place", "in-place-huge"])
+def test_engine_joins_blocks_only_where_they_fit(monkeypatch, case, change, threads):
+    # A plan's join is the engine's to check: where the blocks are not
+    # whole, the innermost outer dimension does not carry their rows on, or
+    # the buffer cannot take them, each block goes on its own, and the copy
+    # is the same.
+    dtype, sizes, order, op = JOINED_BLOCKS[case]
+    monkeypatch.setattr(_planner, "plan_copy", _joined_plan(**change))
+    with _stream_threshold(0):
+        for each in ("gather", "scatter"):
+            plan, check = _permutation_plan_and_check(dtype, sizes, order, order, each)
+            assert plan.mode == "block"
             check()
 
 

@@ -475,6 +475,11 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
    one faster).  Returns 0, having touched nothing, where the buffers
    cannot take it.
 
+   m > 1 (dmls_block_joined): m such blocks, step source bytes apart,
+   whose rows each run on into the next block's (no chained dimensions:
+   L is one row), are transposed into the buffer side by side, block b's
+   rows b * L into runs of m rows, and each run goes out as one.
+
    s_next (the planner's block_next, else NULL): the next block's source,
    at the same offsets js.  A block of DMLS_WHOLE_AHEAD_MIN_BYTES to
    DMLS_WHOLE_AHEAD_BYTES asks for its source lines into L2 while this
@@ -492,22 +497,23 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
 #define DMLS_WHOLE_AHEAD_BYTES 65536
 typedef char dmls_block_whole_tables_fit[2 * DMLS_BLOCK_GROUP * 8 <= DMLS_SCRATCH_BLOCK_BYTES ? 1 : -1];
 static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
-                       int64_t kn, char *tiles, const char *s_next) {
+                       int64_t kn, char *tiles, const char *s_next, int64_t m, int64_t step) {
     const int64_t w = p->width;
     const dmls_group *g = &p->kgroup;
     dmls_group inbuf = *g, runs = *g;
     char *arena = dmls_scratch(), *buf;
-    int64_t *bkd, *roff, L, at, nruns, r, jr;
+    int64_t *bkd, *roff, L, at, nruns, r, jr, b;
     int chain[DMLS_MAX_DIMS], i;
-    if (arena == NULL || dmls_isa.level < DMLS_ISA_SSE2 || jn > DMLS_BLOCK_L2_BYTES / w ||
-            kn > DMLS_BLOCK_L2_BYTES / (jn * w) || kn > DMLS_BLOCK_GROUP)
+    if (arena == NULL || dmls_isa.level < DMLS_ISA_SSE2 || m < 1 || jn > DMLS_BLOCK_L2_BYTES / w ||
+            kn > DMLS_BLOCK_L2_BYTES / (jn * w) || m > DMLS_BLOCK_L2_BYTES / (jn * kn * w) ||
+            kn > DMLS_BLOCK_GROUP)
         return 0;
     L = chained_run(g, jn * w, chain);
-    if (L < jn * w || L > kn * jn * w) return 0;
+    if (L < jn * w || L > kn * jn * w || (m > 1 && L != jn * w)) return 0;
     /* In the buffer: chained dimensions at their destination strides, the
        others (fastest first) run after run; runs: those others alone, at
        their destination strides. */
-    at = L;
+    at = m * L;
     runs.ndim = 0;
     runs.elems = 1;
     for (i = 0; i < g->ndim; i++) {
@@ -518,7 +524,7 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
         runs.stride[runs.ndim++] = g->stride[i];
         runs.elems *= g->size[i];
     }
-    if (at != kn * jn * w) return 0;
+    if (at != m * kn * jn * w) return 0;
     nruns = runs.elems;
     buf = arena + DMLS_SCRATCH_BLOCK_DST;
     bkd = (int64_t *)(arena + DMLS_SCRATCH_BLOCK_SRC);
@@ -526,13 +532,15 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     group_offsets(&inbuf, bkd);
     group_offsets(&runs, roff);
     if (jn * kn * w < DMLS_WHOLE_AHEAD_MIN_BYTES || jn * kn * w > DMLS_WHOLE_AHEAD_BYTES) s_next = NULL;
-    block_transpose(p->width, s, js, jn, buf, bkd, kn, p->block_stage_src, p->block_stage_dst,
-                    p->block_lines, 0, DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_ROWS : 0), tiles,
-                    s_next, NULL);
+    for (b = 0; b < m; b++)
+        block_transpose(p->width, s + b * step, js, jn, buf + b * L, bkd, kn, p->block_stage_src,
+                        p->block_stage_dst, p->block_lines, 0,
+                        DMLS_ASK_SRC | (p->block_dst_ahead ? DMLS_ASK_DST_ROWS : 0), tiles,
+                        b + 1 < m ? (s_next != NULL ? s + (b + 1) * step : NULL) : s_next, NULL);
     for (r = 0, jr = 0; r < nruns; r++) {
         if (s_next != NULL)
             for (; jr < jn * (r + 1) / nruns; jr++) dmls_prefetch_l2_lines(s_next + js[jr], kn * w);
-        dmls_isa.stream_copy(d + roff[r], buf + r * L, L);
+        dmls_isa.stream_copy(d + roff[r], buf + r * m * L, m * L);
     }
     return 1;
 }
@@ -561,7 +569,7 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
         return;
     }
     if (p->block_whole && j0 == 0 && j1 == p->inner_size &&
-            block_whole(p, s, js, jn, d, kn, tiles, p->block_next ? s_next : NULL))
+            block_whole(p, s, js, jn, d, kn, tiles, p->block_next ? s_next : NULL, 1, 0))
         return;
     if (dmls_isa.level >= DMLS_ISA_SSE2 && p->stream && kn >= 16 / w && rows_on_line_offset(&p->kgroup))
         /* Streaming stores, whole lines only: the columns before the first
@@ -592,4 +600,13 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
         block_transpose(p->width, s, js + ja + body, jn - ja - body, d + (ja + body) * w, kd, kn,
                         p->block_stage_src, p->block_stage_dst, p->block_lines, 0,
                         ask, tiles, NULL, NULL);
+}
+
+int dmls_block_joined(const dmls_plan *p, const char *s, char *d, int64_t m, int64_t step, const char *s_next,
+                      char *scratch) {
+    const int64_t *js = (const int64_t *)scratch;
+    char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
+    if (!p->block_whole || p->l2 != DMLS_L2_NONE || dmls_run_block_width(p->width) || p->segments != 1)
+        return 0;
+    return block_whole(p, s, js, p->inner_size, d, p->kgroup.elems, tiles, p->block_next ? s_next : NULL, m, step);
 }

@@ -20,4 +20,13 @@ void dmls_block_tables(const dmls_plan *p, char *scratch);
 void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const char *s_next,
                 char *d_next, char *scratch);
 
+/* m whole blocks of p (p->block_whole) at outer offsets step source bytes
+   apart along the innermost outer dimension, whose destination offsets
+   carry on J's rows (each block's rows run on into the next one's): the m
+   blocks are transposed into one buffer and their rows written out as
+   runs of m rows.  s_next: the next block after them, as for dmls_block.
+   Returns 0, having touched nothing, where the buffers cannot take them. */
+int dmls_block_joined(const dmls_plan *p, const char *s, char *d, int64_t m, int64_t step, const char *s_next,
+                      char *scratch);
+
 #endif

@@ -740,6 +740,46 @@ typedef char dmls_repeat_fits[2 * DMLS_REPEAT_MAX_ROW + 64 <= DMLS_SCRATCH_REGIO
 
 int64_t dmls_ask_rows_min_bytes = DMLS_ASK_ROWS_MIN_BYTES;
 
+/* Whole blocks joined along the innermost outer dimension (the planner's
+   block join): where that dimension's destination stride is J's row, m
+   blocks in a row of it are one buffer, written out as runs of m rows. */
+static inline int64_t joined_blocks(const dmls_plan *p) {
+    const int last = p->outer_ndim - 1;
+    if (p->mode != DMLS_MODE_BLOCK || p->block_join < 2 || !p->block_whole || p->segments != 1 ||
+            p->l2 != DMLS_L2_NONE || last < 0 || p->outer_dst_stride[last] != p->inner_size * p->width)
+        return 0;
+    return p->block_join;
+}
+
+static void run_joined_blocks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1,
+                              int64_t *idx, int64_t so, int64_t do_, char *scratch) {
+    const int last = p->outer_ndim - 1;
+    const int64_t most = joined_blocks(p), step = p->outer_src_stride[last];
+    int64_t t, m, i, nidx[DMLS_MAX_DIMS], nso, ndo;
+    for (t = t0; t < t1; t += m) {
+        const char *s_next = NULL;
+        m = p->outer_size[last] - idx[last];
+        if (m > most) m = most;
+        if (m > t1 - t) m = t1 - t;
+        if (t + m < t1) {
+            memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
+            nso = so;
+            ndo = do_;
+            for (i = 0; i < m; i++) next_outer(p, nidx, &nso, &ndo);
+            s_next = s + nso;
+        }
+        if (m > 1 && dmls_block_joined(p, s + so, d + do_, m, step, s_next, scratch)) {
+            for (i = 0; i < m; i++) next_outer(p, idx, &so, &do_);
+        } else {
+            for (i = 0; i < m; i++) {
+                dmls_block(p, s + so, d + do_, 0, p->inner_size, NULL, NULL, scratch);
+                next_outer(p, idx, &so, &do_);
+            }
+        }
+    }
+    dmls_isa.store_fence();
+}
+
 void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, char *scratch) {
     int64_t idx[DMLS_MAX_DIMS], so, do_, seg, j0, j1, t, shift, mjoin;
     int planes;
@@ -751,6 +791,10 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     }
     if (p->mode == DMLS_MODE_BLOCK) dmls_block_tables(p, scratch);
     outer_offsets(p, t0 / p->segments, idx, &so, &do_);
+    if (joined_blocks(p)) {
+        run_joined_blocks(p, s, d, t0, t1, idx, so, do_, scratch);
+        return;
+    }
 #if DMLSTRIDE_HAVE_SIMD
     if (p->mode == DMLS_MODE_MEMCPY && p->stream && p->segments == 1 && p->tile_size <= 1 &&
             (p->inner_size * p->width >= DMLS_STREAM_MIN_RUN ||
