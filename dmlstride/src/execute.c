@@ -757,25 +757,23 @@ static void run_joined_blocks(const dmls_plan *p, const char *s, char *d, int64_
     const int64_t most = joined_blocks(p), step = p->outer_src_stride[last];
     int64_t t, m, i, nidx[DMLS_MAX_DIMS], nso, ndo;
     for (t = t0; t < t1; t += m) {
-        const char *s_next = NULL;
+        /* up to the end of the dimension's row, of the join, of the tasks */
         m = p->outer_size[last] - idx[last];
         if (m > most) m = most;
         if (m > t1 - t) m = t1 - t;
-        if (t + m < t1) {
-            memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-            nso = so;
-            ndo = do_;
-            for (i = 0; i < m; i++) next_outer(p, nidx, &nso, &ndo);
-            s_next = s + nso;
-        }
-        if (m > 1 && dmls_block_joined(p, s + so, d + do_, m, step, s_next, scratch)) {
-            for (i = 0; i < m; i++) next_outer(p, idx, &so, &do_);
-        } else {
-            for (i = 0; i < m; i++) {
+        /* the next run's first block */
+        memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
+        nso = so;
+        ndo = do_;
+        for (i = 0; i < m; i++) next_outer(p, nidx, &nso, &ndo);
+        if (m < 2 || !dmls_block_joined(p, s + so, d + do_, m, step, t + m < t1 ? s + nso : NULL, scratch))
+            for (i = 0; i < m; i++) {   /* block by block */
                 dmls_block(p, s + so, d + do_, 0, p->inner_size, NULL, NULL, scratch);
                 next_outer(p, idx, &so, &do_);
             }
-        }
+        memcpy(idx, nidx, (size_t)p->outer_ndim * sizeof *idx);
+        so = nso;
+        do_ = ndo;
     }
     dmls_isa.store_fence();
 }
