@@ -1007,7 +1007,9 @@ BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
 #: bytes and copies of 14-21 MB ran 0.54-0.87x.  With the bounds on the
 #: size, rows and row length, a fresh 16 of 37-64 MB 1.13x (0.80-1.52x),
 #: whose four of two blocks a buffer 0.80-1.06x, hence at least three; with
-#: all the bounds, a fresh 16 of 3000 draws 1.26x (0.96-1.62x, 13 faster).
+#: all the bounds, a fresh 16 of 3000 draws 1.26x (0.96-1.62x, 13 faster),
+#: and from 16 MiB rather than 32 the 9 of 16-32 MB that adds 1.00x
+#: (0.77-1.30x).
 #: About one plan in 150 of the unnamed benchmark's draws (19-21 of 3000, in
 #: three sets; one in 75 of its 5-D and 6-D ones).
 BLOCK_JOIN = True
