@@ -1009,7 +1009,8 @@ BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
 #: whose four of two blocks a buffer 0.80-1.06x, hence at least three; with
 #: all the bounds, a fresh 16 of 3000 draws 1.26x (0.96-1.62x, 13 faster),
 #: and from 16 MiB rather than 32 the 9 of 16-32 MB that adds 1.00x
-#: (0.77-1.30x).
+#: (0.77-1.30x); in one process alternating, rows of 1 KiB or more joined
+#: too, a fresh 11 of 37-69 MB that adds 1.00x (0.98-1.08x).
 #: About one plan in 150 of the unnamed benchmark's draws (19-21 of 3000, in
 #: three sets; one in 75 of its 5-D and 6-D ones).
 BLOCK_JOIN = True
