@@ -755,25 +755,19 @@ static void run_joined_blocks(const dmls_plan *p, const char *s, char *d, int64_
                               int64_t *idx, int64_t so, int64_t do_, char *scratch) {
     const int last = p->outer_ndim - 1;
     const int64_t most = joined_blocks(p), step = p->outer_src_stride[last];
-    int64_t t, m, i, nidx[DMLS_MAX_DIMS], nso, ndo;
+    int64_t t, m, i;
+    dmls_odometer next;
     for (t = t0; t < t1; t += m) {
-        /* up to the end of the dimension's row, of the join, of the tasks */
-        m = p->outer_size[last] - idx[last];
+        /* up to the end of the dimension's row, of the tasks, of the join */
+        m = run_left(p, idx, t1 - t);
         if (m > most) m = most;
-        if (m > t1 - t) m = t1 - t;
-        /* the next run's first block */
-        memcpy(nidx, idx, (size_t)p->outer_ndim * sizeof *idx);
-        nso = so;
-        ndo = do_;
-        for (i = 0; i < m; i++) next_outer(p, nidx, &nso, &ndo);
-        if (m < 2 || !dmls_block_joined(p, s + so, d + do_, m, step, t + m < t1 ? s + nso : NULL, scratch))
+        run_after(p, &next, idx, so, do_, m, 0, 0);   /* the next run's first block */
+        if (m < 2 || !dmls_block_joined(p, s + so, d + do_, m, step, t + m < t1 ? s + next.so : NULL, scratch))
             for (i = 0; i < m; i++) {   /* block by block */
                 dmls_block(p, s + so, d + do_, 0, p->inner_size, NULL, NULL, scratch);
                 next_outer(p, idx, &so, &do_);
             }
-        memcpy(idx, nidx, (size_t)p->outer_ndim * sizeof *idx);
-        so = nso;
-        do_ = ndo;
+        odometer_take(p, &next, idx, &so, &do_);
     }
     dmls_isa.store_fence();
 }
