@@ -1682,7 +1682,9 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     chain = pixels_join_chain(plan) if mode == "interleave" else []
     if chain:
         # joined along the source (innermost, its first link inside), with ordinary stores
-        plan.outer = chain_innermost(plan.outer, chain)
+        row = plan.inner[0] * width
+        _, b = panels(plan.outer, source_chain(plan.outer, row), row, row * plan.tile[0], width)
+        plan.outer = chain_innermost(plan.outer, chain, b)
         plan.stream = False
     plan.l2 = 2 if tile_through_l2(plan) else 0
     split_tasks(plan)
@@ -1841,26 +1843,82 @@ def source_chain(outer: list[Dim], row: int) -> list[int]:
         want *= outer[i][0]
 
 
-def join_chain(outer: list[Dim], row: int, task: int) -> list[int]:
+def join_chain(outer: list[Dim], row: int, task: int, width: int) -> list[int]:
     """source_chain for plane rows of ``row`` bytes, interleaving tasks of
-    ``task``, where the executor would join along it: rows under
-    JOIN_PIXELS_ROW_BYTES, tasks of at most JOIN_PLANES_TASK_BYTES,
-    JOIN_MIN_TASKS tasks or more, and with the chain innermost, at most
-    JOIN_PIXELS_REVISIT_BYTES copied between a task's destination and the
-    next one's beside it (revisit_bytes); none otherwise."""
+    ``task`` (values of ``width`` bytes), where the executor would join
+    along it: rows under JOIN_PIXELS_ROW_BYTES, tasks of at most
+    JOIN_PLANES_TASK_BYTES, JOIN_MIN_TASKS tasks or more, and either in
+    panels (panels: the chain up to the panels' dimension) or, with the
+    chain innermost, at most JOIN_PIXELS_REVISIT_BYTES copied between a
+    task's destination and the next one's beside it (revisit_bytes); none
+    otherwise."""
     if row >= JOIN_PIXELS_ROW_BYTES or task > JOIN_PLANES_TASK_BYTES:
         return []
     chain = source_chain(outer, row)
     if math.prod(outer[i][0] for i in chain) < JOIN_MIN_TASKS:
         return []
+    inside, _ = panels(outer, chain, row, task, width)
+    if inside:
+        return inside
     return chain if revisit_bytes(chain_innermost(outer, chain), task, 2) <= JOIN_PIXELS_REVISIT_BYTES else []
 
 
-def chain_innermost(outer: list[Dim], chain: list[int]) -> list[Dim]:
+#: Joined pixels go in panels (the engine's run_panels, execute.c) where a
+#: dimension B continues the destination a task at a time (its destination
+#: stride is one task's bytes), the chain inside it holds at least
+#: PANEL_MIN_CHAIN_BYTES of tasks, each task is at most PANEL_MAX_TASK_BYTES,
+#: B has PANEL_MIN_ROWS rows or more, and four- and eight-byte values' plane
+#: rows are PANEL_MIN_WIDE_ROW_BYTES or more (the engine's DMLS_PANEL_*,
+#: isa.h).  Each task's few bytes had gone to the destination a chain's run
+#: at a time, far from the last task's, and the bytes beside them, in B's
+#: next row, only a whole chain later; the engine now takes up to 512 bytes
+#: of B's rows by a buffer's worth of the chain's tasks at a time, each
+#: task's rows one run.  B is the loop just outside the chain
+#: (chain_innermost), which ends inside it where the source goes on through
+#: it.  Two builds alternating (2 threads, 4-6 rounds), first with panels
+#: cut out of the threads' ranges of tasks: of the unnamed benchmark's 4-D
+#: to 6-D draws, chains of under 16 KiB of tasks ran 0.41-1.19x (their
+#: tasks' neighbours still in L1, or tasks of 4-6 bytes), tasks of 222 and
+#: 364 bytes and B of 2 rows 0.79-0.92x, four-byte values with plane rows of
+#: 8 bytes 0.71-0.94x; hence the bounds.  With panels the threads' units of
+#: work, 41 so planned that the bounds were tuned on 1.52x faster by
+#: geometric mean (0.85-4.22x), a fresh 30 (seeds 2200-2999) 1.74x
+#: (0.97-6.33x, 29 faster).  About one draw in 800.
+PANEL_MIN_CHAIN_BYTES = 16384
+PANEL_MAX_TASK_BYTES = 192
+PANEL_MIN_ROWS = 3
+PANEL_MIN_WIDE_ROW_BYTES = 16
+
+
+def panels(outer: list[Dim], chain: list[int], row: int, task: int, width: int) -> tuple[list[int], int | None]:
+    """Where interleaving tasks of ``task`` bytes, plane rows of ``row``
+    (values of ``width`` bytes), whose rows go on along ``chain`` (indices
+    into outer, innermost first, as source_chain gives them) go in panels
+    (see PANEL_MIN_CHAIN_BYTES): the chain inside the panels' dimension B
+    and B's index, the chain cut at the first of its dimensions, past the
+    first, whose destination stride is ``task`` where one is; else ([],
+    None)."""
+    for k in range(1, len(chain)):
+        if outer[chain[k]][2] == task:
+            b, chain = chain[k], chain[:k]
+            break
+    else:
+        b = next((i for i, (n, _, d) in enumerate(outer) if i not in chain and n > 1 and d == task), None)
+        if b is None:
+            return [], None
+    tasks = math.prod(outer[i][0] for i in chain)
+    if (tasks < JOIN_MIN_TASKS or tasks * task < PANEL_MIN_CHAIN_BYTES or task > PANEL_MAX_TASK_BYTES
+            or outer[b][0] < PANEL_MIN_ROWS or (width >= 4 and row < PANEL_MIN_WIDE_ROW_BYTES)):
+        return [], None
+    return chain, b
+
+
+def chain_innermost(outer: list[Dim], chain: list[int], b: int | None = None) -> list[Dim]:
     """outer with the dimensions of chain (indices, innermost first, as
     source_chain gives them) innermost, its first the innermost of all, the
-    others in their order."""
-    return [d for i, d in enumerate(outer) if i not in chain] + [outer[i] for i in reversed(chain)]
+    others in their order; B (an index, for panels) just outside the chain."""
+    return ([d for i, d in enumerate(outer) if i not in chain and i != b] + ([outer[b]] if b is not None else [])
+            + [outer[i] for i in reversed(chain)])
 
 
 def small_pixels_join(outer: list[Dim], best: int, channels: int, width: int) -> bool:
@@ -1871,7 +1929,7 @@ def small_pixels_join(outer: list[Dim], best: int, channels: int, width: int) ->
     pixels; such a copy does not stream."""
     n = outer[best][0]
     rest = outer[:best] + outer[best + 1:]
-    chain = join_chain(rest, n * width, n * channels * width)
+    chain = join_chain(rest, n * width, n * channels * width, width)
     return bool(chain) and math.prod(rest[i][0] for i in chain) * n >= 2 * INTERLEAVE_SMALL_PIXELS
 
 
@@ -1889,7 +1947,7 @@ def pixels_join_chain(plan: KernelPlan) -> list[int]:
     if (plan.stream and interleave_tasks_join(plan)) or iss != plan.width or plan.tile[2] != plan.width \
             or ids != plan.tile[0] * plan.width:
         return []
-    return join_chain(plan.outer, n * plan.width, task)
+    return join_chain(plan.outer, n * plan.width, task, plan.width)
 
 
 def interleave_pixels_join(plan: KernelPlan) -> bool:

@@ -4931,6 +4931,96 @@ def test_interleaves_joined_along_a_chain_of_source_dimensions(dtype, c, n, a1, 
             _check_gather_and_scatter(desc, rng)
 
 
+def _panel_desc(dtype, c, n, a1, a2, rows, continues, outer=None):
+    # A gather of c planes of n pixels a task into packed (outer, a2, a1,
+    # rows, n, c): each plane's row goes on along a1 and then a2 in the
+    # source (strides n and n * a1 values), and B, the dimension of rows,
+    # steps the destination by one task.  Where B continues the source too
+    # (continues), the planes' rows go on through it; else B's rows lie
+    # elsewhere.
+    w = np.dtype(dtype).itemsize
+    chain = n * a1 * a2
+    pss = chain * (rows if continues else 1) + 5         # plane stride, elements
+    sb = chain if continues else c * pss + 3
+    so = (c * pss + 11) if continues else rows * sb + 7
+    if outer is None:
+        outer = max(2, (300 << 10) // (c * chain * rows * w) + 1)
+    sizes = (outer, a2, a1, rows, n, c)
+    return ds.BufferTensorDesc(dtype, list(sizes), [so, n * a1, n, sb, 1, pss])
+
+
+def _panel_plan(desc):
+    # The gather's kernel plan, and (chain, B) as the planner's panels() finds
+    # them on its outer dimensions (([], None) for none).
+    kplan = _gather_kernel_plan(desc)
+    row = kplan.inner[0] * kplan.width
+    chain = _planner.source_chain(kplan.outer, row)
+    return kplan, _planner.panels(kplan.outer, chain, row, row * kplan.tile[0], kplan.width)
+
+
+@pytest.mark.parametrize("dtype,c,n,a1,a2,rows,continues", [
+    ("int16", 6, 3, 4, 313, 7, False), ("float16", 2, 14, 40, 30, 4, True), ("uint8", 5, 13, 50, 30, 3, False),
+    ("uint8", 2, 8, 40, 60, 5, True), ("float32", 3, 4, 30, 60, 3, False), ("float64", 2, 3, 40, 40, 5, True),
+    ("uint16", 7, 2, 60, 30, 9, False)])
+@pytest.mark.parametrize("level", [0, 3], ids=["generic", "best"])
+def test_joined_pixels_go_in_panels(dtype, c, n, a1, a2, rows, continues, level, threads):
+    # Short interleaves joined along a chain of source dimensions (a1, a2)
+    # that holds 16 KiB of tasks or more, where a dimension B steps the
+    # destination by one task: B is made the loop just outside the chain
+    # (where the planes' rows go on through B in the source, the chain ends
+    # inside it), and the engine takes up to 512 bytes of B's rows by as
+    # many of the chain's tasks as its buffer holds at a time, each task's
+    # rows of B one run of the destination.  Chunks of tasks begin and end
+    # inside chains (2 threads: 16 chunks).  Gather (fresh and into out=)
+    # against numpy; a scatter leaves every byte outside the elements as it
+    # was.
+    desc = _panel_desc(dtype, c, n, a1, a2, rows, continues)
+    w = np.dtype(dtype).itemsize
+    task = c * n * w
+    rng = np.random.default_rng(c * 1000 + n * 10 + rows)
+    with _stream_threshold(1 << 60):
+        kplan, (chain, b) = _panel_plan(desc)
+        assert kplan.mode == "interleave" and not kplan.stream and _planner.interleave_pixels_join(kplan)
+        tasks = math.prod(kplan.outer[i][0] for i in chain)
+        assert tasks == a1 * a2 and tasks * task >= _planner.PANEL_MIN_CHAIN_BYTES
+        assert b == len(kplan.outer) - 1 - len(chain) and kplan.outer[b][:1] + kplan.outer[b][2:] == (rows, task)
+        assert kplan.tasks % (16 * tasks) != 0
+        with _isa_level(level):
+            _check_gather_out(desc, rng)
+            _check_gather_and_scatter(desc, rng)
+
+
+def test_joined_pixels_go_in_panels_only_within_the_bounds(monkeypatch):
+    # Each bound, on and off its edge: 16 KiB of tasks in the chain, tasks
+    # of at most 192 bytes, three rows of B, and plane rows of 16 bytes for
+    # four- and eight-byte values.  Off an edge, the copy is joined as it
+    # was (or not at all), B not moved inside.  Gather and scatter against
+    # numpy either way.
+    cases = [  # (dtype, c, n, a1, a2, rows, continues), on the edge first
+        (("uint8", 4, 16, 16, 16, 3, False), ("uint8", 4, 16, 15, 17, 3, False)),   # 16384 / 16320 bytes a chain
+        (("uint8", 4, 48, 16, 16, 3, False), ("uint8", 4, 49, 16, 16, 3, False)),   # tasks of 192 / 196 bytes
+        (("int16", 6, 3, 40, 40, 3, True), ("int16", 6, 3, 40, 40, 2, True)),      # 3 / 2 rows of B
+        (("float32", 2, 4, 40, 40, 3, False), ("float32", 2, 3, 40, 40, 3, False)),  # rows of 16 / 12 bytes
+    ]
+    rng = np.random.default_rng(5)
+    with _stream_threshold(1 << 60):
+        for on, off in cases:
+            for case, expect in ((on, True), (off, False)):
+                desc = _panel_desc(*case, outer=2)
+                _, (chain, b) = _panel_plan(desc)
+                assert (b is not None) == expect and bool(chain) == expect, case
+                _check_gather_and_scatter(desc, rng)
+        # The planner's bound lowered: B moved outside chains the engine
+        # takes as it did before, which stays exact.
+        monkeypatch.setattr(_planner, "PANEL_MIN_CHAIN_BYTES", 0)
+        transfer._plans.clear()
+        desc = _panel_desc("uint8", 4, 16, 15, 17, 3, False, outer=2)
+        kplan, (chain, b) = _panel_plan(desc)
+        assert b == len(kplan.outer) - 1 - len(chain) and _planner.interleave_pixels_join(kplan)
+        _check_gather_and_scatter(desc, rng)
+        transfer._plans.clear()
+
+
 def test_tiny_interleaves_along_a_short_source_run_go_element_by_element():
     # Runs of fewer than 16 pixels (3 pixels a task, 4 tasks) keep the
     # element-by-element plan, as do tiny interleaves no dimension continues.

@@ -480,6 +480,127 @@ static inline int64_t joined_planes(const dmls_plan *p) { return joined_interlea
    see the planner's JOIN_PIXELS_ROW_BYTES). */
 static inline int64_t joined_pixels(const dmls_plan *p) { return joined_interleaves(p, 1); }
 
+/* Joined pixels in panels.  Where the dimension just outside the source
+   chain, B, steps the destination by one task (a task's destination goes
+   on in B's next row), joined pixels went a chain's run at a time: each
+   task's few bytes to its own place, far from the last task's, and next to
+   them only a whole chain later, DMLS_PANEL_MIN_CHAIN_BYTES of tasks or
+   more on, when their lines had left L1 (an int16 scatter in order
+   (2, 4, 3, 0, 5, 1): 36 bytes a task, 2504 tasks a chain, 0.2 of the
+   memcpy limit).  A panel is up to DMLS_PANEL_ROW_BYTES of B's rows by as
+   many of the chain's tasks as the buffer then holds: each row's pixels
+   are interleaved into the buffer at once, and each task then gets the
+   panel's rows as one run of its destination.  Panels are the copy's units
+   of work, which the threads share (run_copy): cut out of the threads'
+   ranges of tasks, they formed only where a range held whole chains, and
+   on 2 threads (16 ranges) long chains never did.  Two builds alternating
+   (2 threads, 4 rounds): 41 unnamed 4-D to 6-D permutations of 8-70 MB
+   that panels or the planner's bounds beside them were tuned on ran 1.52x
+   faster by geometric mean (0.85-4.22x, the slowest ones those off the
+   bounds, whose plans are as they were); a fresh 30 (seeds 2200-2999)
+   1.74x (0.97-6.33x, 29 faster; a uint8 gather of 4 planes of 7 pixels a
+   task 17.4 -> 2.7 ms). */
+#define DMLS_PANEL_ROW_BYTES 512
+/* The panel dimension B (an index into the outer dimensions; -1 where
+   tasks do not go in panels) of a plan whose tasks joined_pixels joins,
+   and the tasks of the chain inside it: the innermost dimensions that
+   continue each plane's row in the source, up to B, which may continue
+   them too. */
+static inline int panel_dim(const dmls_plan *p, int64_t *chain_tasks) {
+    const int64_t w = p->width, task = p->tile_size * p->inner_size * w;
+    int64_t want = p->inner_size * w, tasks = 1;
+    int i;
+    for (i = p->outer_ndim - 1; i >= 0 && p->outer_size[i] > 1 && p->outer_src_stride[i] == want; i--) {
+        if (i < p->outer_ndim - 1 && p->outer_dst_stride[i] == task) break;
+        tasks *= p->outer_size[i];
+        want *= p->outer_size[i];
+    }
+    *chain_tasks = tasks;
+    if (i == p->outer_ndim - 1 || i < 0 || p->outer_size[i] < DMLS_PANEL_MIN_ROWS ||
+            p->outer_dst_stride[i] != task || task > DMLS_PANEL_MAX_TASK_BYTES ||
+            (w >= 4 && p->inner_size * w < DMLS_PANEL_MIN_WIDE_ROW_BYTES) ||
+            tasks < DMLS_JOIN_MIN_TASKS || tasks > INT64_MAX / task || tasks * task < DMLS_PANEL_MIN_CHAIN_BYTES)
+        return -1;
+    return i;
+}
+
+/* A panel plan's geometry: B (outer dimension pb) of nrows rows, in
+   groups of rows rows, each by chunks of m of the chain's ch tasks; the
+   buffer's rows pitch bytes apart.  Each row's interleave is at least
+   DMLS_JOIN_MIN_TASKS tasks and a line of each plane; the rows are whole
+   lines, DMLS_JOIN_BYTES in all, never within 256 bytes of a multiple of
+   4 KiB: the loads of one row then waited on the stores to another (a
+   panel of 4 rows of 4088 bytes ran 0.6-0.7x). */
+typedef struct {
+    int pb;
+    int64_t ch, nrows, rows, m, pitch, groups, chunks, units;
+} dmls_panels;
+
+static inline int panels_of(const dmls_plan *p, dmls_panels *g) {
+    const int64_t task = p->tile_size * p->inner_size * p->width, row = p->inner_size * p->width;
+    const int64_t least = (64 + row - 1) / row > DMLS_JOIN_MIN_TASKS ? (64 + row - 1) / row : DMLS_JOIN_MIN_TASKS;
+    int64_t most = DMLS_JOIN_BYTES / (least * task + 320);
+    if (joined_pixels(p) <= 0 || (g->pb = panel_dim(p, &g->ch)) < 0) return 0;
+    g->nrows = p->outer_size[g->pb];
+    g->rows = (DMLS_PANEL_ROW_BYTES + task - 1) / task;
+    if (g->rows > most) g->rows = most;
+    if (g->rows > g->nrows) g->rows = g->nrows;
+    g->pitch = DMLS_JOIN_BYTES / g->rows / 64 * 64;
+    if (g->pitch % 4096 < 256 || g->pitch % 4096 > 3840) g->pitch -= 320;
+    g->m = g->pitch / task;
+    g->groups = (g->nrows + g->rows - 1) / g->rows;
+    g->chunks = (g->ch + g->m - 1) / g->m;
+    /* (the outer dimensions outside B, B's groups, the chain's chunks) */
+    g->units = p->outer_count / (g->nrows * g->ch) * g->groups * g->chunks;
+    return 1;
+}
+
+/* Units u0..u1 of a panel plan (panels_of): each a group of B's rows by a
+   chunk of the chain's tasks.  Each row's pixels of the chunk are
+   interleaved into the buffer at once, then each task gets the group's
+   rows as one run of its destination.  Without a buffer (buf NULL: no
+   arena), each task is interleaved into its destination. */
+static void run_panels(const dmls_plan *p, const dmls_panels *g, const char *s, char *d, int64_t u0, int64_t u1,
+                       char *buf) {
+    const int w = p->width;
+    const int64_t c = p->tile_size, n = p->inner_size, kss = p->tile_src_stride, task = c * n * w;
+    const int64_t row = n * w, bss = p->outer_src_stride[g->pb];
+    int64_t u, t, r, k;
+    dmls_odometer o;
+    for (u = u0; u < u1; u++) {
+        /* units in order: chunks of a group, groups of B, then outside B */
+        const int64_t gc = u % g->chunks, bg = u / g->chunks % g->groups, out = u / g->chunks / g->groups;
+        const int64_t b0 = bg * g->rows, g0 = gc * g->m;
+        const int64_t nb = g->nrows - b0 < g->rows ? g->nrows - b0 : g->rows;
+        const int64_t mm = g->ch - g0 < g->m ? g->ch - g0 : g->m;
+        /* the next unit's rows of the planes, if the chain goes on there,
+           into L2 (a unit reads nb * c rows side by side, more than the
+           hardware follows) */
+        const int64_t later = gc + 1 < g->chunks && u + 1 < u1 ? (g->ch - g0 - mm < g->m ? g->ch - g0 - mm : g->m) : 0;
+        const char *sr;
+        outer_offsets(p, (out * g->nrows + b0) * g->ch + g0, o.idx, &o.so, &o.do_);
+        sr = s + o.so;
+        if (buf == NULL) {
+            for (t = 0; t < mm; t++) {
+                for (r = 0; r < nb; r++)
+                    DMLS_BY_WIDTH(w, dmls_interleave_, (sr + r * bss + t * row, d + o.do_ + r * task, c, kss, n));
+                if (t + 1 < mm) odometer_step(p, &o);
+            }
+            continue;
+        }
+        for (r = 0; r < nb; r++) {
+            for (k = 0; k < c && later > 0; k++)
+                dmls_prefetch_l2_lines(sr + r * bss + k * kss + mm * row, later * row);
+            DMLS_BY_WIDTH(w, dmls_interleave_, (sr + r * bss, buf + r * g->pitch, c, kss, mm * n));
+        }
+        for (t = 0; t < mm; t++) {
+            char *dt = d + o.do_;
+            for (r = 0; r < nb; r++) dmls_copy_short(dt + r * task, buf + r * g->pitch + t * task, task);
+            if (t + 1 < mm) odometer_step(p, &o);
+        }
+    }
+}
+
 /* The longest rows that take that inline copy.  Up to 64 bytes first;
    the attention-head permutation (4, 512, 16, 64) float16 in order
    (0, 2, 1, 3), 128-byte rows, then ran at 0.9x PyTorch.  In one process,
@@ -1031,7 +1152,8 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     if (mjoin > 0) {
         /* Runs of tasks whose pixels go on in the source (joined_pixels):
            each run one interleave into the buffer, then each task's pixels
-           to its destination. */
+           to its destination (in panels where the copy's units are those:
+           run_panels). */
         const int w = p->width;
         const int64_t c = p->tile_size, kss = p->tile_src_stride, task = c * p->inner_size * w;
         char *join = dmls_scratch();
@@ -1291,10 +1413,13 @@ typedef struct {
    one. */
 static void run_units(const dmls_copy *c, const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1,
                       char *scratch) {
+    dmls_panels g;
     if (c->kind == DMLS_COPY_STAGED_BOTH)
         run_staged_both(c, s, d, t0, t1, scratch);
     else if (c->kind == DMLS_COPY_STAGED)
         run_staged(c, s, d, t0, t1, scratch);
+    else if (panels_of(p, &g))
+        run_panels(p, &g, s, d, t0, t1, scratch != NULL ? scratch + DMLS_SCRATCH_JOIN : NULL);
     else
         dmls_run_tasks(p, s, d, t0, t1, scratch);
 }
@@ -1316,7 +1441,10 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
        packing nibbles on one side stays on one thread (neighbouring blocks
        may share a byte), nibbles on both sides only with whole_bytes, and
        the element-wise nibble path never. */
-    const int64_t units = c->kind == DMLS_COPY_PLAIN ? p->tasks : p->outer_count;
+    /* (a plain copy's tasks, or its panels: run_panels) */
+    dmls_panels g;
+    const int64_t units = c->kind != DMLS_COPY_PLAIN ? p->outer_count
+                          : panels_of(p, &g) ? g.units : p->tasks;
     int parallel = nthreads > 1 && p->dst_bytes >= DMLS_PARALLEL_MIN_BYTES && units >= 2;
     job j;
     int64_t nchunks;

@@ -70,6 +70,17 @@ enum {
    dimensions continue those rows (execute.c, joined_pixels; the planner's
    JOIN_PIXELS_ROW_BYTES), in copies that then do not stream. */
 #define DMLS_JOIN_PIXELS_ROW_BYTES 64
+/* Such joined tasks go in panels (execute.c, run_panels; the planner's
+   PANEL_MIN_CHAIN_BYTES and the bounds beside it) where the chain of
+   source dimensions holds at least this many bytes of tasks and the
+   dimension outside it continues the destination a task at a time ... */
+#define DMLS_PANEL_MIN_CHAIN_BYTES 16384
+/* ... of tasks of at most this many bytes, in rows of B of at least
+   DMLS_PANEL_MIN_ROWS, and for four- and eight-byte values plane rows of
+   at least DMLS_PANEL_MIN_WIDE_ROW_BYTES a task. */
+#define DMLS_PANEL_MAX_TASK_BYTES 192
+#define DMLS_PANEL_MIN_ROWS 3
+#define DMLS_PANEL_MIN_WIDE_ROW_BYTES 16
 
 typedef struct {
     int level;   /* DMLS_ISA_* in use */
