@@ -5599,9 +5599,13 @@ def test_streamed_blocks_with_rows_of_k_past_the_last_micro_block(dtype, sizes, 
 # apart in the source and back to back in the destination (runs cut at the
 # buffer's size, at a task chunk's end and where the outer dimensions
 # carry), the scatter's the other way round (one tile a run); tiles of up
-# to 16 KiB, and larger ones, which other paths take.
+# to 16 KiB, and larger ones, which other paths take.  Tiles of 2-4
+# one-byte values a row, or 2-3 two-byte ones, by 16 bytes of j or more and
+# of at most 1 KiB are de-interleaved instead (16 or 8 pixels a step, the
+# last step moved back: 16, 17, 29, 31 and 100 columns).
 PACKED_TILE_SIDES = [(5, 40), (7, 9), (9, 7), (2, 11), (11, 2), (9, 11), (13, 21), (17, 20), (17, 45),
-                     (37, 19), (19, 11), (5, 7), (40, 3), (3, 40), (66, 24), (24, 66), (100, 70), (6, 300)]
+                     (37, 19), (19, 11), (5, 7), (40, 3), (3, 40), (66, 24), (24, 66), (100, 70), (6, 300),
+                     (2, 16), (2, 29), (4, 17), (3, 31), (4, 100), (2, 8), (3, 9), (2, 600)]
 
 
 def _packed_tile_kind(w, kn, jn):
@@ -5610,6 +5614,8 @@ def _packed_tile_kind(w, kn, jn):
     n, kb = 16 // w, 32 // w
     jb = n if w <= 2 else kb
     min_row = 5 if w == 1 else 8
+    if w <= 2 and 2 <= kn <= 4 - (w - 1) and jn * w >= 16 and kn * jn * w <= 1024:
+        return "deint"
     if (kn * w < min_row or jn * w < min_row or (w == 2 and kn == 4 and jn >= 8)
             or (w == 4 and 5 <= kn <= 7 and kn * jn * w > 4096)
             or max(kn, n) * jn * w + 16 > 16384 or max(jn, n) * kn * w + 16 > 16384):
@@ -5649,7 +5655,7 @@ def test_runs_of_packed_tiles(dtype, level, stream, threads):
             single = ds.BufferTensorDesc(dtype, [kn, jn], [1, kn])
             with _isa_level(level):
                 _check_gather_and_scatter(single, np.random.default_rng(kn * 7 + jn))
-    expect = {"padded", "blocks", "micro"} | ({"jpairs"} if w <= 2 else set())
+    expect = {"padded", "blocks", "micro"} | ({"jpairs", "deint"} if w <= 2 else set())
     if w == 8:
         expect.discard("padded")   # every side has at least 2 values
     assert expect <= kinds

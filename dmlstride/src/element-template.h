@@ -87,6 +87,7 @@ static inline void DMLS_FN(dmls_deinterleave_)(const char *s, char *d, int64_t k
         /* 16-byte reads: pixels whose read stays within the n pixels */
         done = dmls_isa.deint_k_16(s, kn * W, d0, kds, (int)kn, n - 16 / (kn * W));
     if (kn == 3 && W == 4) done = dmls_isa.deint3_32(s, d0, d1, d2, n);
+    if (kn == 2 || kn == 4) done = dmls_isa.deint_small(W, (int)kn, s, d0, kds, n);
     s += kn * done * W;
     d0 += done * W;
     d1 += done * W;

@@ -343,6 +343,8 @@ static inline int staged_tiles(const dmls_plan *p) {
    dmls_transpose's deint_k_32 takes (6 x 528 float32 tiles, 12.7 KB, ran
    0.68-0.77x; 6 x 143 ones 1.95x packed). */
 #define DMLS_PACKED_RUN_BYTES 16384
+/* ... but 2-4 one-byte values a row, or 2-3 two-byte ones, by at least 16
+   bytes of j go through dmls_packed_tiles as de-interleaves (tile-tiny.h). */
 #define DMLS_PACKED_MIN_ROW 8
 #define DMLS_PACKED_MIN_BYTE_ROW 5
 #define DMLS_PACKED_DEINT_BYTES 4096
@@ -353,7 +355,8 @@ static inline int packed_tiles(const dmls_plan *p) {
     return p->mode == DMLS_MODE_TILE && p->segments == 1 && p->tile_pieces <= 1 && p->l2 == DMLS_L2_NONE &&
            p->tile_src_stride == w && p->inner_dst_stride == w && dmls_packed_fits(w, kn, jn) &&
            p->inner_src_stride == kn * w && p->tile_dst_stride == jn * w &&
-           kn * w >= min_row && jn * w >= min_row && !dmls_tiny_words4(w, kn, jn) &&
+           (kn * w >= min_row || dmls_packed_deint(w, kn, jn)) && jn * w >= min_row &&
+           !dmls_tiny_words4(w, kn, jn) &&
            !(w == 4 && kn >= 5 && kn <= 7 && kn * jn * w > DMLS_PACKED_DEINT_BYTES);
 }
 

@@ -73,6 +73,10 @@ static int64_t unpack_none(const unsigned char *q, unsigned char *out, int64_t n
     (void)q; (void)out; (void)nbytes; (void)sign;
     return 0;
 }
+static int64_t deint_small_none(int W, int K, const char *s, char *d, int64_t dk, int64_t n) {
+    (void)W; (void)K; (void)s; (void)d; (void)dk; (void)n;
+    return 0;
+}
 static void stream_copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
 static void fence_none(void) {}
 static void copy_plain(char *d, const char *s, int64_t n) { memcpy(d, s, (size_t)n); }
@@ -122,6 +126,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->fill_rows = fill_rows_none;
     t->deint_k_32 = deint_k_none;
     t->packed = packed_none;
+    t->deint_small = deint_small_none;
 }
 
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
@@ -130,7 +135,7 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
                        int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none, deint_k_none,
-                       packed_none};
+                       packed_none, deint_small_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

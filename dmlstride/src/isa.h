@@ -198,6 +198,13 @@ typedef struct {
        moved back to end there.  Returns 0, having done nothing, where a side
        is shorter than a block (or without a variant). */
     int (*packed)(int W, const char *a, char *b, int64_t kn, int64_t jn);
+    /* K = 2 or 4 one-byte channels, or 2 two-byte ones, of n pixels back to
+       back at s into K planes dk bytes apart at d (plane c at d + c * dk):
+       steps of 16 pixels (8 of two bytes), the last moved back to end at n
+       (its values written twice, the same ones).  Reads s + [0, n * K * W),
+       writes the planes' first n values.  Returns n, or 0 (having done
+       nothing) for fewer pixels than a step or without a variant. */
+    int64_t (*deint_small)(int W, int K, const char *s, char *d, int64_t dk, int64_t n);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
