@@ -4931,6 +4931,28 @@ def test_interleaves_joined_along_a_chain_of_source_dimensions(dtype, c, n, a1, 
             _check_gather_and_scatter(desc, rng)
 
 
+@pytest.mark.parametrize("k1,k2,j1,j2", [(21, 8, 14, 27), (17, 1, 5, 31), (3, 11, 79, 1), (33, 1, 16, 9)])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_one_byte_streamed_tiles_past_their_last_whole_line(k1, k2, j1, j2, level, threads):
+    # uint8 tiles of k1 * k2 source-contiguous values by j1 * j2 columns,
+    # each task's source and destination one run, destination rows off line
+    # boundaries, streamed: whole lines of each destination row a band at a
+    # time, and the columns past the last whole line (58 of 378, 27 of 155,
+    # 15 of 79, 16 of 144) through the register micro-blocks, their ragged
+    # edges moved back.  Gather (fresh and into out=) against numpy; a
+    # scatter leaves every byte outside the elements as it was.
+    sizes = (3, 2, k1, k2, j1, j2)
+    order = (1, 0, 4, 5, 2, 3)
+    desc = ds.BufferTensorDesc.from_layout("uint8", list(sizes), order)
+    rng = np.random.default_rng(k1 * 100 + j1)
+    with _stream_threshold(0):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "tile" and plan["stream"] and plan["tile"][0] == k1 * k2
+        with _isa_level(level):
+            _check_gather_out(desc, rng)
+            _check_gather_and_scatter(desc, rng)
+
+
 def _panel_desc(dtype, c, n, a1, a2, rows, continues, outer=None):
     # A gather of c planes of n pixels a task into packed (outer, a2, a1,
     # rows, n, c): each plane's row goes on along a1 and then a2 in the
