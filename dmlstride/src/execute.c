@@ -541,9 +541,10 @@ typedef struct {
 
 static inline int panels_of(const dmls_plan *p, dmls_panels *g) {
     const int64_t task = p->tile_size * p->inner_size * p->width, row = p->inner_size * p->width;
-    const int64_t least = (64 + row - 1) / row > DMLS_JOIN_MIN_TASKS ? (64 + row - 1) / row : DMLS_JOIN_MIN_TASKS;
-    int64_t most = DMLS_JOIN_BYTES / (least * task + 320);
+    int64_t least, most;
     if (joined_pixels(p) <= 0 || (g->pb = panel_dim(p, &g->ch)) < 0) return 0;
+    least = (64 + row - 1) / row > DMLS_JOIN_MIN_TASKS ? (64 + row - 1) / row : DMLS_JOIN_MIN_TASKS;
+    most = DMLS_JOIN_BYTES / (least * task + 320);
     g->nrows = p->outer_size[g->pb];
     g->rows = (DMLS_PANEL_ROW_BYTES + task - 1) / task;
     if (g->rows > most) g->rows = most;
@@ -1408,21 +1409,21 @@ typedef struct {
     const dmls_plan *p;     /* a plain copy's plan: its main one or its rest */
     const char *s;
     char *d;
+    const dmls_panels *g;   /* a plain copy's panels, or NULL */
     int64_t chunk;
     int64_t total;
 } job;
 
-/* Units [t0, t1) of c: tasks of a plain copy's plan p, blocks of a staged
-   one. */
-static void run_units(const dmls_copy *c, const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1,
-                      char *scratch) {
-    dmls_panels g;
+/* Units [t0, t1) of c: tasks of a plain copy's plan p, or its panels where
+   run_copy found them (g), blocks of a staged one. */
+static void run_units(const dmls_copy *c, const dmls_plan *p, const dmls_panels *g, const char *s, char *d,
+                      int64_t t0, int64_t t1, char *scratch) {
     if (c->kind == DMLS_COPY_STAGED_BOTH)
         run_staged_both(c, s, d, t0, t1, scratch);
     else if (c->kind == DMLS_COPY_STAGED)
         run_staged(c, s, d, t0, t1, scratch);
-    else if (panels_of(p, &g))
-        run_panels(p, &g, s, d, t0, t1, scratch != NULL ? scratch + DMLS_SCRATCH_JOIN : NULL);
+    else if (g != NULL)
+        run_panels(p, g, s, d, t0, t1, scratch != NULL ? scratch + DMLS_SCRATCH_JOIN : NULL);
     else
         dmls_run_tasks(p, s, d, t0, t1, scratch);
 }
@@ -1434,7 +1435,7 @@ static void job_chunk(void *ctx, int64_t chunk) {
     t0 = chunk * j->chunk;
     t1 = t0 + j->chunk < j->total ? t0 + j->chunk : j->total;
     /* A pool thread has its arena before it takes a chunk. */
-    run_units(j->c, j->p, j->s, j->d, t0, t1, dmls_scratch());
+    run_units(j->c, j->p, j->g, j->s, j->d, t0, t1, dmls_scratch());
 }
 
 /* c with p its main plan, or a plain copy with p its rest. */
@@ -1445,9 +1446,9 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
        may share a byte), nibbles on both sides only with whole_bytes, and
        the element-wise nibble path never. */
     /* (a plain copy's tasks, or its panels: run_panels) */
-    dmls_panels g;
-    const int64_t units = c->kind != DMLS_COPY_PLAIN ? p->outer_count
-                          : panels_of(p, &g) ? g.units : p->tasks;
+    dmls_panels panels;
+    const dmls_panels *g = c->kind == DMLS_COPY_PLAIN && panels_of(p, &panels) ? &panels : NULL;
+    const int64_t units = c->kind != DMLS_COPY_PLAIN ? p->outer_count : g != NULL ? g->units : p->tasks;
     int parallel = nthreads > 1 && p->dst_bytes >= DMLS_PARALLEL_MIN_BYTES && units >= 2;
     job j;
     int64_t nchunks;
@@ -1455,7 +1456,7 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
     if (c->kind == DMLS_COPY_STAGED && p->dst_nibble) parallel = 0;
     if (c->kind == DMLS_COPY_STAGED_BOTH && !c->whole_bytes) parallel = 0;
     if (!parallel) {
-        run_units(c, p, s, d, 0, units, scratch);
+        run_units(c, p, g, s, d, 0, units, scratch);
         return;
     }
     nchunks = (int64_t)nthreads * 8 < units ? (int64_t)nthreads * 8 : units;
@@ -1463,6 +1464,7 @@ static void run_copy(const dmls_copy *c, const dmls_plan *p, const char *s, char
     j.p = p;
     j.s = s;
     j.d = d;
+    j.g = g;
     j.total = units;
     j.chunk = (units + nchunks - 1) / nchunks;
     nchunks = (units + j.chunk - 1) / j.chunk;
