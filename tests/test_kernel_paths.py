@@ -1995,6 +1995,31 @@ def test_block_cases_reach_whole_and_segmented_blocks():
         assert (True, True) in kinds()
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op,whole", [
+    ("int16", (5, 3, 5, 636, 124, 2), (4, 0, 3, 5, 1, 2), "gather", False),       # rows of 30 bytes, streamed
+    ("uint8", (120, 2, 34, 7, 19, 23), (3, 5, 0, 1, 2, 4), "scatter", False),     # rows of 23 bytes
+    ("float16", (29, 26, 7, 31, 13, 6), (2, 4, 3, 5, 0, 1), "scatter", True),     # rows of 156 bytes, whole
+], ids=str)
+def test_blocks_from_memory_with_rows_off_line_boundaries(dtype, sizes, order, op, whole, threads):
+    # Blocks of copies of 16 MiB or more, whose tiles also ask for the line
+    # of each source row's last byte (rows that end off a line boundary):
+    # in place, streamed and whole, 1 and 2 threads, against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    nbytes = desc.total_tensor_size_in_bytes
+    assert nbytes >= 16 << 20
+    plan = transfer._plan(desc, op).describe()
+    assert plan["mode"] == "block" and plan["l2"] == "none" and plan["block"]["whole"] == whole
+    assert math.prod(n for n, _ in plan["block"]["k"]) * plan["width"] % 64 != 0
+    raw = _random_buffer(nbytes, sum(sizes))
+    expected = _numpy_gather(raw, desc)
+    if op == "gather":
+        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
+    else:
+        out = np.zeros(nbytes, np.uint8)
+        ds.scatter(expected, desc, out)
+        assert out.tobytes() == raw.tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes", [(1, 61, 70, 72), (1, 67, 65, 100), (2, 40, 53, 200), (1, 4099, 1, 66)], ids=str)
 def test_short_pixels_whole_in_pieces_of_k(dtype, sizes, threads):
