@@ -524,6 +524,7 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
    1.11x (18).  Blocks of 88-177 KB measured 0.83-0.96x that way, of
    1.8-2.1 KiB 0.63x, 0.80x and 1.59x. */
 #define DMLS_WHOLE_AHEAD_MIN_BYTES 4096
+#define DMLS_WHOLE_AHEAD_BYTES 65536
 /* A run streamed out begins and ends with a line written in part, with
    ordinary stores, each of which waits for its line to be read for
    ownership: the lines of the run this many runs on are asked for first
@@ -533,7 +534,6 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
    faster, a fresh 14 of 17-70 MB 0.99-1.17x (1.05x by geometric mean
    over the 22), and a fresh 20 of 8-70 MB 1.06x (0.97-1.30x). */
 #define DMLS_WHOLE_RUN_AHEAD 2
-#define DMLS_WHOLE_AHEAD_BYTES 65536
 typedef char dmls_block_whole_tables_fit[2 * DMLS_BLOCK_GROUP * 8 <= DMLS_SCRATCH_BLOCK_BYTES ? 1 : -1];
 static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
                        int64_t kn, char *tiles, const char *s_next, int64_t m, int64_t step) {
