@@ -559,13 +559,14 @@ static inline int panels_of(const dmls_plan *p, dmls_panels *g) {
     return 1;
 }
 
+/* The tasks ahead whose destination run_panels asks for (see its copy-out). */
+enum { DMLS_PANEL_RUN_AHEAD = 2 };
+
 /* Units u0..u1 of a panel plan (panels_of): each a group of B's rows by a
    chunk of the chain's tasks.  Each row's pixels of the chunk are
    interleaved into the buffer at once, then each task gets the group's
    rows as one run of its destination.  Without a buffer (buf NULL: no
    arena), each task is interleaved into its destination. */
-/* run_panels: see the copy-out below. */
-enum { DMLS_PANEL_RUN_AHEAD = 2 };
 static void run_panels(const dmls_plan *p, const dmls_panels *g, const char *s, char *d, int64_t u0, int64_t u1,
                        char *buf) {
     const int w = p->width;
@@ -620,7 +621,7 @@ static void run_panels(const dmls_plan *p, const dmls_panels *g, const char *s, 
                 char *dt = d + o.do_;
                 if (t + DMLS_PANEL_RUN_AHEAD < mm) {
                     const char *a = d + oa.do_, *end = a + nb * task;
-                    for (a += (64 - ((uintptr_t)a & 63)) & 63; a + 64 <= end; a += 64) DMLS_PREFETCH_W(a);
+                    for (a += dmls_line_gap(a); a + 64 <= end; a += 64) DMLS_PREFETCH_W(a);
                     if (t + DMLS_PANEL_RUN_AHEAD + 1 < mm) odometer_step(p, &oa);
                 }
                 for (r = 0; r < nb; r++) dmls_copy_short(dt + r * task, buf + r * g->pitch + t * task, task);

@@ -8,15 +8,16 @@
 
 #include "isa.h"
 
-#if DMLSTRIDE_HAVE_SIMD
-#include <emmintrin.h>
 #include <stdint.h>
-#include <string.h>
 
 /* Bytes from p to the next 64-byte line boundary (0 on one). */
 static inline int64_t dmls_line_gap(const void *p) {
     return (int64_t)((64 - ((uintptr_t)p & 63)) & 63);
 }
+
+#if DMLSTRIDE_HAVE_SIMD
+#include <emmintrin.h>
+#include <string.h>
 
 /* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
    or ordinary aligned stores (stream is a constant where this is inlined). */
