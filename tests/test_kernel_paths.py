@@ -5148,6 +5148,34 @@ def test_five_to_seven_four_byte_channels_into_planes(dtype, c, gap, pixels, lev
         _check_gather_and_scatter(desc, rng)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+@pytest.mark.parametrize("c", [3, 4, 5, 7])
+@pytest.mark.parametrize("gap", [0, 1, 3])
+@pytest.mark.parametrize("pixels", [32, 37, 490])
+@pytest.mark.parametrize("stream", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
+def test_three_to_seven_eight_byte_channels_into_planes(dtype, c, gap, pixels, stream, level, threads):
+    # Pixels of 3-7 eight-byte channels (gap values apart after each) into
+    # planes: a tile of c rows of k, whose pixels AVX2 reads 4 values at a
+    # time (8 for 5-7 channels, the next ones of the source with them) where
+    # those reads stay within the tile's rows, the rest through the tile,
+    # streamed or not.  Gathered (fresh and into out=) and scattered against
+    # numpy.
+    width = 7 if pixels == 490 else pixels
+    rows = pixels // width
+    ps = c + gap
+    sizes = (2, c, rows, width)
+    desc = ds.BufferTensorDesc(dtype, list(sizes), [rows * width * ps + 5, 1, width * ps, ps])
+    rng = np.random.default_rng(c * 100 + gap * 10 + pixels)
+    with _stream_threshold(0 if stream else 1 << 60):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "tile" and plan["tile"][:2] == (c, 8) and plan["inner"] == (pixels, ps * 8, 8)
+        assert plan["stream"] == stream
+        with _isa_level(level):
+            _check_gather_out(desc, rng)
+            _check_gather_and_scatter(desc, rng)
+
+
 @pytest.mark.parametrize("dtype,sizes,layout", [
     ("uint8", (3001, 3011), "WH"),              # 2-D, source rows 3001 bytes apart
     ("int16", (2, 64, 211, 193), "NHWC"),       # planes off 1 KiB multiples, 64 channels

@@ -125,6 +125,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->pairs_in_order = pairs_in_order_none;
     t->fill_rows = fill_rows_none;
     t->deint_k_32 = deint_k_none;
+    t->deint_k_64 = deint_k_none;
     t->packed = packed_none;
     t->deint_small = deint_small_none;
 }
@@ -135,7 +136,7 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
                        int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none, deint_k_none,
-                       packed_none, deint_small_none};
+                       deint_k_none, packed_none, deint_small_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

@@ -192,6 +192,10 @@ typedef struct {
        of 8 pixels): each pixel read as 8 values, transposed 8 x 8, the
        first K rows stored. */
     int64_t (*deint_k_32)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
+    /* The same for K = 3-7 eight-byte channels (pixels sj >= 8K bytes
+       apart, reads s + [0, (n - 1) * sj + R) at most, R = 32 for K = 3-4
+       and 64 for K = 5-7; multiples of 4 pixels). */
+    int64_t (*deint_k_64)(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n);
     /* A kn x jn tile contiguous on both sides (dmls_packed_tiles): source
        rows of kn values back to back at a, destination rows of jn values
        back to back at b, in blocks 32 bytes wide, the last one on each side
