@@ -611,12 +611,8 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     for (r = 0, jr = 0; r < nruns; r++) {
         if (s_next != NULL)
             for (; jr < jn * (r + 1) / nruns; jr++) dmls_prefetch_l2_lines(s_next + js[jr], kn * w);
-        if (r + DMLS_WHOLE_RUN_AHEAD < nruns) {
-            /* (see DMLS_WHOLE_RUN_AHEAD) */
-            const char *a = d + roff[r + DMLS_WHOLE_RUN_AHEAD];
-            if ((uintptr_t)a % 64 != 0) DMLS_PREFETCH_W(a);
-            if ((uintptr_t)(a + m * L) % 64 != 0) DMLS_PREFETCH_W(a + m * L - 1);
-        }
+        if (r + DMLS_WHOLE_RUN_AHEAD < nruns)   /* (see DMLS_WHOLE_RUN_AHEAD) */
+            dmls_prefetch_w_end_lines(d + roff[r + DMLS_WHOLE_RUN_AHEAD], m * L);
         dmls_isa.stream_copy(d + roff[r], buf + r * m * L, m * L);
     }
     return 1;

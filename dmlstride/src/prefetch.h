@@ -40,4 +40,13 @@ static DMLS_PREFETCH_INLINE void dmls_prefetch_l2_lines(const char *p, int64_t n
     DMLS_PREFETCH_L2(p + n - 1);
 }
 
+/* The lines of the n bytes (n >= 1) from p that the run fills only in
+   part, its first and its last, to be written (a run written with
+   streaming stores writes those with ordinary ones, each of which would
+   wait for its line to be read for ownership). */
+static DMLS_PREFETCH_INLINE void dmls_prefetch_w_end_lines(const char *p, int64_t n) {
+    if ((uintptr_t)p % 64 != 0) DMLS_PREFETCH_W(p);
+    if ((uintptr_t)(p + n) % 64 != 0) DMLS_PREFETCH_W(p + n - 1);
+}
+
 #endif

@@ -74,11 +74,9 @@ void dmls_rows_from_l2(char *d, const int64_t *offs, int64_t stride, const char 
     int64_t k, r = 0, upto;
     for (k = 0; k < rows; k++) {
         char *row = d + (offs ? offs[k] : k * stride);
-        if (stream && k + DMLS_PARTIAL_AHEAD < rows) {
-            const char *later = d + (offs ? offs[k + DMLS_PARTIAL_AHEAD] : (k + DMLS_PARTIAL_AHEAD) * stride);
-            if ((uintptr_t)later % 64 != 0) DMLS_PREFETCH_W(later);
-            if ((uintptr_t)(later + nbytes) % 64 != 0) DMLS_PREFETCH_W(later + nbytes - 1);
-        }
+        if (stream && k + DMLS_PARTIAL_AHEAD < rows)
+            dmls_prefetch_w_end_lines(d + (offs ? offs[k + DMLS_PARTIAL_AHEAD] : (k + DMLS_PARTIAL_AHEAD) * stride),
+                                      nbytes);
         if (stream)
             dmls_isa.stream_copy(row, buf + k * pitch, nbytes);
         else
