@@ -330,6 +330,15 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT;
 }
 
+/* Of jn pixels iss bytes apart, each of pixel bytes (pixel <= reach), the
+   first ones, a multiple of step, whose reads of reach bytes from their
+   start stay within the pixels (deint_k_32 and deint_k_64 read a pixel's
+   next values with its own). */
+static int64_t pixels_reading_within(int64_t jn, int64_t reach, int64_t pixel, int64_t iss, int64_t step) {
+    const int64_t last = jn - 1 - (reach - pixel + iss - 1) / iss;
+    return last >= step - 1 ? (last + 1) / step * step : 0;
+}
+
 void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t j1, const dmls_rows *next,
                     char *scratch) {
     const int w = p->width;
@@ -350,8 +359,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
            of 21 pixels ran 0.61-0.91x (the tile's kernels on a ragged rest
            each task) and streamed rows on whole lines (the tile writes them
            with streaming stores) 0.63x: those keep the tile. */
-        const int64_t last = j1 - j0 - 1 - (32 - 4 * kn + iss - 1) / iss;
-        const int64_t jw = last >= 7 ? (last + 1) / 8 * 8 : 0;
+        const int64_t jw = pixels_reading_within(j1 - j0, 32, 4 * kn, iss, 8);
         if (jw > 0) j0 += dmls_isa.deint_k_32(s + j0 * iss, iss, d + j0 * 4, kds, (int)kn, jw);
         if (j0 >= j1) return;
     }
@@ -366,9 +374,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
            1.09x faster by geometric mean (0.99-1.27x; 5-7 channels
            1.03-1.27x, 3-4 channels 0.99-1.05x), a fresh 12 (builds
            swapped) 1.11x (0.95-1.69x). */
-        const int64_t reach = kn > 4 ? 64 : 32;
-        const int64_t last = j1 - j0 - 1 - (reach - 8 * kn + iss - 1) / iss;
-        const int64_t jw = last >= 3 ? (last + 1) / 4 * 4 : 0;
+        const int64_t jw = pixels_reading_within(j1 - j0, kn > 4 ? 64 : 32, 8 * kn, iss, 4);
         if (jw > 0) j0 += dmls_isa.deint_k_64(s + j0 * iss, iss, d + j0 * 8, kds, (int)kn, jw);
         if (j0 >= j1) return;
     }
