@@ -40,6 +40,7 @@ CONTIG_BAND_BYTES: int
 JOIN_PLANES_TASK_BYTES: int
 JOIN_MIN_TASKS: int
 JOIN_PIXELS_ROW_BYTES: int
+SLAB_BYTES: int
 
 class Plan:
     src_extent: int

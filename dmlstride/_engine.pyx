@@ -59,6 +59,7 @@ CONTIG_BAND_BYTES = DMLS_CONTIG_BAND_BYTES
 JOIN_PLANES_TASK_BYTES = DMLS_JOIN_PLANES_TASK_BYTES
 JOIN_MIN_TASKS = DMLS_JOIN_MIN_TASKS
 JOIN_PIXELS_ROW_BYTES = DMLS_JOIN_PIXELS_ROW_BYTES
+SLAB_BYTES = DMLS_SLAB_BYTES
 
 # Copies below this many bytes keep the GIL (releasing it costs more than the copy).
 cdef int64_t NOGIL_THRESHOLD = 1 << 14
@@ -76,6 +77,7 @@ cdef dict _MODES = {
 }
 cdef dict _KINDS = {
     "plain": DMLS_COPY_PLAIN, "staged": DMLS_COPY_STAGED, "staged_both": DMLS_COPY_STAGED_BOTH,
+    "slabs": DMLS_COPY_SLABS,
 }
 
 
@@ -90,6 +92,26 @@ cdef int _load_outer(dmls_plan* c, outer) except -1:
         c.outer_src_stride[i] = a
         c.outer_dst_stride[i] = b
         c.outer_count *= n
+    return 0
+
+
+cdef int _load_slabs(dmls_copy* c, layout) except -1:
+    """Store the two steps of a copy in slabs, checking that every slab stays
+    within the copy's extents on both sides and each step within the buffer."""
+    _load_plan(&c.sub, layout.sub)
+    _load_plan(&c.sub2, layout.sub2)
+    for kp in (layout.sub, layout.sub2):
+        if kp.stream or kp.l2 or kp.stage_tasks or (kp.block is not None and (kp.block.whole or kp.block.join)):
+            raise ValueError("plan: a step of a copy in slabs streams or uses the L2 buffers")
+    # exact Python ints: the furthest slab, then the furthest byte of each step
+    slab_src = sum((n - 1) * a for n, a, _ in layout.main.outer)
+    slab_dst = sum((n - 1) * b for n, _, b in layout.main.outer)
+    if (layout.main.inner != (1, layout.main.width, layout.main.width)
+            or any(a < 0 or b < 0 for _, a, b in layout.main.outer)
+            or layout.sub_extent[1] > DMLS_SLAB_BYTES or layout.sub2_extent[0] > DMLS_SLAB_BYTES
+            or slab_src + layout.sub_extent[0] > layout.src_extent
+            or slab_dst + layout.sub2_extent[1] > layout.dst_extent):
+        raise ValueError("plan: a slab lies outside the copy or its buffer")
     return 0
 
 
@@ -211,7 +233,9 @@ cdef class Plan:
         self.c.kind = _KINDS[layout.kind]
         self.c.whole_bytes = layout.whole_bytes
         _load_plan(&self.c.main, layout.main)
-        if layout.kind != "plain":
+        if layout.kind == "slabs":
+            _load_slabs(&self.c, layout)
+        elif layout.kind != "plain":
             if not 1 <= layout.main.inner[0] <= DMLS_STAGE_ELEMS:
                 raise ValueError(f"plan: staging blocks of {layout.main.inner[0]} elements; "
                                  f"at most {DMLS_STAGE_ELEMS}")

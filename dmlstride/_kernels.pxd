@@ -25,6 +25,7 @@ cdef extern from "src/plan.h":
         DMLS_COPY_PLAIN
         DMLS_COPY_STAGED
         DMLS_COPY_STAGED_BOTH
+        DMLS_COPY_SLABS
     int DMLS_BLOCK_GROUP
     int DMLS_STAGE_ELEMS
     int64_t DMLS_CACHED_TRANSPOSE_BYTES
@@ -91,6 +92,7 @@ cdef extern from "src/plan.h":
         dmls_plan sub
         dmls_plan src_runs
         dmls_plan dst_runs
+        dmls_plan sub2
 
 
 cdef extern from "src/tile-runs.h":
@@ -100,6 +102,7 @@ cdef extern from "src/tile-runs.h":
     int dmls_run_block_width(int64_t w)
 
 cdef extern from "src/scratch.h":
+    int64_t DMLS_SLAB_BYTES
     char* dmls_scratch() noexcept nogil
 
 

@@ -50,3 +50,19 @@ def large_l3_bounds(monkeypatch):
         monkeypatch.setattr(_planner, name, value)
     if changed:   # (plans kept by descriptor, made under the others, dropped)
         _engine._set_stream_min_total(_planner.stream_min_total)
+
+
+@pytest.fixture
+def no_slabs(monkeypatch):
+    # Copies that would go element by element go in slabs through a buffer
+    # from SLAB_MIN_TOTAL bytes (tests/test_slabs.py); the tests of the
+    # element-by-element plans and kernels keep them.  Setting the stream
+    # threshold to what it is drops the plans held by descriptor, before and
+    # after.
+    from dmlstride import _engine, _planner
+
+    monkeypatch.setattr(_planner, "SLAB_COPIES", False)
+    _engine._set_stream_min_total(_planner.stream_min_total)
+    yield
+    monkeypatch.undo()
+    _engine._set_stream_min_total(_planner.stream_min_total)

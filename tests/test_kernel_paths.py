@@ -992,7 +992,7 @@ def no_short_k_blocks(monkeypatch):
 
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("n", range(2, 18))
-def test_short_rows_of_every_count_element_by_element(dtype, n, threads, no_short_k_blocks):
+def test_short_rows_of_every_count_element_by_element(dtype, n, threads, no_short_k_blocks, no_slabs):
     # Rows of 2-7 values in batches of short strided rows, and rows of 8-17
     # values of tiny transposes (6 rows of k a task; not for the wider
     # values, whose 6 rows make whole micro-blocks): the executor's loop
@@ -1032,7 +1032,7 @@ def test_short_runs_at_odd_strides_stay_bytes(threads):
     ("int16", (6, 2, 3, 1, 17, 6), (3, 2, 1, 5, 4, 0), "copy", 2),          # into the reversed order
 ], ids=str)
 def test_short_strided_rows_in_batches(dtype, sizes, order, op, batch, threads, no_short_k_blocks,
-                                       k_inside_dimensions):
+                                       k_inside_dimensions, no_slabs):
     # Permutations whose fastest source and destination dimensions are both
     # short and different run element by element, a batch of rows a task
     # (the plan's tile); gathers, scatters (guard bytes around the
@@ -2173,7 +2173,7 @@ def test_k_stops_at_a_source_dimension_where_j_runs_on(dtype, sizes, order, op, 
 @pytest.mark.parametrize("dtype,sizes,order,op,kn,jn,without", K_AT_BOUNDARY_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-k{c[4]}" for c in K_AT_BOUNDARY_BLOCKS])
 def test_without_dimension_boundaries_k_takes_a_piece(dtype, sizes, order, op, kn, jn, without,
-                                                      k_inside_dimensions):
+                                                      k_inside_dimensions, no_slabs):
     plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
     assert plan.mode == without[0]
     if plan.mode == "block":
@@ -4211,7 +4211,7 @@ def test_short_rows_into_padded_rows_keep_the_padding(dtype, ask_from, threads):
     ("uint32", (10, 8, 2, 9, 2, 7), (0, 1, 4, 3, 5, 2)),
     ("float64", (7, 2, 7, 12, 8, 4), (4, 3, 2, 0, 5, 1)),
 ], ids=str)
-def test_small_interleaving_tasks_in_strided_batches(dtype, sizes, order, threads, monkeypatch):
+def test_small_interleaving_tasks_in_strided_batches(dtype, sizes, order, threads, monkeypatch, no_slabs):
     # (planned element by element, as where no dimension continues a small
     # interleave's planes in the source: the tests of interleaves joined
     # along the source take the others)
@@ -5305,7 +5305,7 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
-def test_reversals_cut_at_the_destination_groups_stop(threads):
+def test_reversals_cut_at_the_destination_groups_stop(threads, no_slabs):
     # uint8 5 x 443 x 13 x 89 turned over and scattered: the cut at K's stop
     # leaves no block, the one at J's does (SPLIT_OTHER_STOPS); element by
     # element without it.  Scattered and gathered against numpy.
@@ -5327,7 +5327,7 @@ def test_reversals_cut_at_the_destination_groups_stop(threads):
     ("uint32", (3, 2062, 5), (2, 1, 0), "scatter"),
 ])
 def test_copies_cut_along_a_dimension_k_took_a_small_divisor_of(dtype, sizes, order, op, threads,
-                                                                  cut_small_copies):
+                                                                  cut_small_copies, no_slabs):
     # A dimension K took only a small divisor of (2 of 2062) is cut at the
     # most multiples of K's room (SPLIT_PIECES): the first part a block
     # with a K of about 1024 values, the rest copied after it.  Against numpy.
@@ -5370,7 +5370,7 @@ def test_blocks_of_short_source_runs_cut_in_two(dtype, sizes, order, op, threads
     ("float64", (12, 1451, 4), (2, 1, 0), "gather"),
     ("uint32", (6, 7, 2, 6577), (3, 1, 0, 2), "scatter"),
 ])
-def test_element_by_element_copies_cut_in_two(dtype, sizes, order, op, threads):
+def test_element_by_element_copies_cut_in_two(dtype, sizes, order, op, threads, no_slabs):
     # Copies otherwise element by element, cut where a dimension stops the
     # block (any size): both parts against numpy.
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
@@ -5427,7 +5427,7 @@ def test_rest_outside_the_copy_refused(monkeypatch):
     ("int16", (4, 15, 17, 68, 7, 2), (1, 4, 3, 2, 5, 0), "gather"),
     ("uint8", (2, 7, 38, 71, 34, 2), (3, 0, 2, 5, 4, 1), "gather"),   # one moved, one kept before it
 ], ids=str)
-def test_strided_plans_with_far_revisited_dimensions_innermost(dtype, sizes, order, op, threads):
+def test_strided_plans_with_far_revisited_dimensions_innermost(dtype, sizes, order, op, threads, no_slabs):
     # Element-by-element plans whose tasks' lines a slower dimension comes
     # back to from far away run that dimension innermost (revisit_order):
     # the same outer dimensions, tile and rows, in another order.  Gathers
@@ -5449,7 +5449,7 @@ def test_strided_plans_with_far_revisited_dimensions_innermost(dtype, sizes, ord
     ("float16", (2, 89, 27, 3, 5), (4, 2, 0, 1, 3), "scatter", 89),      # 2 x 89 = 178
     ("uint32", (86, 9, 53, 15, 7, 2), (1, 5, 3, 2, 0, 4), "scatter", None),
 ], ids=str)
-def test_strided_batches_of_a_large_divisor(dtype, sizes, order, op, batch, threads):
+def test_strided_batches_of_a_large_divisor(dtype, sizes, order, op, batch, threads, no_slabs):
     # Short strided rows whose batch dimension has no divisor between 2 and
     # the batch's size take its largest divisor up to BATCH_WHOLE_FACTOR
     # times that (BATCH_GROW).  Gathers and scatters against numpy, guard

@@ -34,6 +34,7 @@ def test_c_limits_agree_with_python():
     assert _engine.JOIN_PLANES_TASK_BYTES == _planner.JOIN_PLANES_TASK_BYTES
     assert _engine.JOIN_MIN_TASKS == _planner.JOIN_MIN_TASKS
     assert _engine.JOIN_PIXELS_ROW_BYTES == _planner.JOIN_PIXELS_ROW_BYTES
+    assert _planner.SLAB_BYTES <= _engine.SLAB_BYTES   # a slab fits the thread's buffer
 
 
 @pytest.mark.parametrize("tile", [False, True], ids=["block", "tile"])
@@ -99,7 +100,7 @@ def _permuted_plan(op, dtype, sizes, order):
     return _planner.plan_copy(list(sizes), src, dst, bits).main
 
 
-def test_short_strided_rows_run_in_batches(monkeypatch):
+def test_short_strided_rows_run_in_batches(monkeypatch, no_slabs):
     # Rows of 6 int16 values whose fastest source and destination dimensions
     # differ and are both short (neither a tile nor a block): the innermost
     # outer dimension, 17 rows 12 bytes apart on both sides, becomes a batch
@@ -126,7 +127,7 @@ def test_short_strided_rows_run_in_batches(monkeypatch):
     assert f.outer_count // 17 < _planner.STRIDED_BATCH_MIN_TASKS
 
 
-def test_short_strided_rows_batch_a_large_divisor_where_small_ones_are_all_that_fit(monkeypatch):
+def test_short_strided_rows_batch_a_large_divisor_where_small_ones_are_all_that_fit(monkeypatch, no_slabs):
     # 262 rows (2 x 131) of 2 int16 values: no divisor between 2 and the
     # batch's 128 rows, so batches of 131 (within BATCH_WHOLE_FACTOR times
     # the batch), not of 2 rows (8 bytes a task).
@@ -139,13 +140,13 @@ def test_short_strided_rows_batch_a_large_divisor_where_small_ones_are_all_that_
     assert 131 <= most * _planner.BATCH_WHOLE_FACTOR and not any(262 % q == 0 for q in range(3, most + 1))
     monkeypatch.setattr(_planner, "BATCH_GROW", False)
     assert _permuted_plan("scatter", "int16", sizes, order).tile == (2, 4, 4)
-    monkeypatch.undo()
+    monkeypatch.setattr(_planner, "BATCH_GROW", True)
     # A prime beyond that (263 rows) has no divisor at all: no batch.
     p = _permuted_plan("scatter", "int16", (87, 2, 59, 263, 2), order)
     assert p.mode == "strided" and p.tile is None
 
 
-def test_short_strided_rows_of_a_prime_count_batch_whole(monkeypatch):
+def test_short_strided_rows_of_a_prime_count_batch_whole(monkeypatch, no_slabs):
     # 37 rows of 7 float64 values (a prime count, no divisor within the
     # batch's STRIDED_BATCH_VALUES = 36 rows of 7): the whole dimension is
     # each task's batch, up to BATCH_WHOLE_FACTOR times the batch.
@@ -168,7 +169,7 @@ def test_short_strided_rows_of_a_prime_count_batch_whole(monkeypatch):
     assert p.mode == "memcpy" and p.tile is None
 
 
-def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch):
+def test_small_interleaving_tasks_are_copied_in_strided_batches(monkeypatch, no_slabs):
     # Tasks of at most INTERLEAVE_SMALL_PIXELS pixels and INTERLEAVE_SMALL_BYTES
     # bytes (2 pixels of 5 int16 channels: 20 bytes) go element by element in
     # batches, not through the interleave kernel, where the executor cannot
@@ -775,7 +776,7 @@ def test_copies_not_cut(dtype, sizes, order, op, why, monkeypatch):
     ("float16", (5, 563, 117, 103), (2, 3, 1, 0), "scatter"),
     ("uint8", (314, 463, 4), (2, 1, 0), "gather"),         # 0.6 MB: at any size
 ])
-def test_element_by_element_copies_cut_for_a_block(dtype, sizes, order, op, monkeypatch):
+def test_element_by_element_copies_cut_for_a_block(dtype, sizes, order, op, monkeypatch, no_slabs):
     # Copies that would go element by element (a destination-fast dimension
     # of under 8 values, no block) where a dimension that no divisor splits
     # stops the block's group: cut in two, the first part a block, whatever
@@ -794,7 +795,7 @@ def test_element_by_element_copies_cut_for_a_block(dtype, sizes, order, op, monk
     ("uint32", (4, 19, 3, 19, 5, 5), (5, 3, 1, 2, 0, 4), "scatter", 5),
     ("float32", (36, 23, 6, 4), (3, 1, 0, 2), "scatter", 4),
 ])
-def test_short_source_runs_make_a_block_before_element_by_element(dtype, sizes, order, op, k, monkeypatch):
+def test_short_source_runs_make_a_block_before_element_by_element(dtype, sizes, order, op, k, monkeypatch, no_slabs):
     # A copy that would go element by element takes a block whose K is 4-6
     # four-byte values (runs of STRIDED_SHORT_K_BYTES or more), a K the
     # block bound of other copies (BLOCK_SHORT_K_BYTES) turns down.
@@ -806,7 +807,7 @@ def test_short_source_runs_make_a_block_before_element_by_element(dtype, sizes, 
     assert plan.main.mode == "strided"
 
 
-def test_short_two_byte_runs_stay_element_by_element(monkeypatch):
+def test_short_two_byte_runs_stay_element_by_element(monkeypatch, no_slabs):
     # Runs of 4-7 two-byte values (8-14 bytes) keep their rows; with the
     # bound at 10 bytes, this one's 5 values make a block's K.
     case = ("int16", (80, 5, 59, 22, 5, 5), (5, 0, 3, 1, 2, 4), "scatter")
@@ -826,7 +827,7 @@ def test_group_stop_finds_the_dimension_and_the_most_that_fits():
     assert next(_planner.group_stops(merged, 1), None) is None
 
 
-def test_a_copy_element_by_element_tries_the_destination_groups_stop(monkeypatch):
+def test_a_copy_element_by_element_tries_the_destination_groups_stop(monkeypatch, no_slabs):
     # uint8 3 x 2473 x 97 x 82 turned over (scattered): K stops at 97 (prime)
     # beside 82 values, J at 2473 (prime) beside 3.  Cut at K's stop, K grows
     # and leaves J no room: no block.  Cut at J's (the most multiples of its
@@ -1169,7 +1170,7 @@ def test_strided_plans_run_far_revisited_dimensions_innermost(monkeypatch):
     ("float32", (103, 3, 2, 65, 17, 2), (3, 5, 0, 1, 4, 2), "gather"),
     ("int16", (1570, 94, 3, 9, 5), (3, 1, 0, 4, 2), "gather"),
 ])
-def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monkeypatch):
+def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monkeypatch, no_slabs):
     # Dimensions that come back to a task's lines within FAR_REVISIT bytes
     # keep the destination order (moving them measured 0.57-0.88x); planned
     # element by element, as where no dimension continues a small

@@ -1430,6 +1430,20 @@ static void run_staged_both(const dmls_copy *c, const char *s, char *d, int64_t 
     }
 }
 
+/* Slabs b0..b1 of a copy in slabs (the planner's plan_slabs): each slab's
+   source into this thread's buffer by sub, its channels as planes, then
+   from the buffer to its destination by sub2 (both planned for the
+   buffer's size: no L2 buffers, no streaming stores). */
+static void run_slabs(const dmls_copy *c, const char *s, char *d, int64_t b0, int64_t b1, char *scratch) {
+    char *buf = scratch + DMLS_SCRATCH_SLAB, *kernel = scratch + DMLS_SCRATCH_KERNEL;
+    int64_t idx[DMLS_MAX_DIMS], blk, so, do_;
+    for (blk = b0; blk < b1; blk++) {
+        outer_offsets(&c->main, blk, idx, &so, &do_);
+        dmls_run_tasks(&c->sub, s + so, buf, 0, c->sub.tasks, kernel);
+        dmls_run_tasks(&c->sub2, buf, d + do_, 0, c->sub2.tasks, kernel);
+    }
+}
+
 typedef struct {
     const dmls_copy *c;
     const dmls_plan *p;     /* a plain copy's plan: its main one or its rest */
@@ -1444,7 +1458,9 @@ typedef struct {
    run_copy found them (g), blocks of a staged one. */
 static void run_units(const dmls_copy *c, const dmls_plan *p, const dmls_panels *g, const char *s, char *d,
                       int64_t t0, int64_t t1, char *scratch) {
-    if (c->kind == DMLS_COPY_STAGED_BOTH)
+    if (c->kind == DMLS_COPY_SLABS)
+        run_slabs(c, s, d, t0, t1, scratch);
+    else if (c->kind == DMLS_COPY_STAGED_BOTH)
         run_staged_both(c, s, d, t0, t1, scratch);
     else if (c->kind == DMLS_COPY_STAGED)
         run_staged(c, s, d, t0, t1, scratch);

@@ -196,12 +196,13 @@ typedef struct {
     int stage_tasks;
 } dmls_plan;
 
-/* One copy: a plan, or a staged 4-bit copy (outer blocks of main, each
-   moved through a byte stage by the byte plan sub).  A plain copy may be
+/* One copy: a plan, a staged 4-bit copy (outer blocks of main, each
+   moved through a byte stage by the byte plan sub), or a copy in slabs
+   through a buffer (outer slabs of main, sub and sub2).  A plain copy may be
    cut in two along one dimension (the planner's split_for_block): main
    copies the first part, rest the others from rest_src and rest_dst
    bytes on. */
-enum { DMLS_COPY_PLAIN = 0, DMLS_COPY_STAGED = 1, DMLS_COPY_STAGED_BOTH = 2 };
+enum { DMLS_COPY_PLAIN = 0, DMLS_COPY_STAGED = 1, DMLS_COPY_STAGED_BOTH = 2, DMLS_COPY_SLABS = 3 };
 
 typedef struct {
     int kind;               /* DMLS_COPY_* */
@@ -217,6 +218,10 @@ typedef struct {
        strides (outer_dst_stride, nibbles). */
     dmls_plan src_runs;
     dmls_plan dst_runs;
+    /* SLABS: each slab (an outer index of main) copied by sub from the
+       source into the thread's buffer (DMLS_SCRATCH_SLAB), then by sub2
+       from the buffer to the destination. */
+    dmls_plan sub2;
 } dmls_copy;
 
 #endif
