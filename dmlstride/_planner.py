@@ -51,7 +51,8 @@ SMALL_L3 = 0 < L3_BYTES <= SMALL_L3_MAX_BYTES
 L3_BOUNDS = {
     "TILE_STREAM_WIDE_SIXTEENTHS": (6, 1),
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
-    "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
+    "TILE_STREAM_EIGHTHS_BYTE_FAR": (3, 1),
+    "TILE_CACHED_BYTE_FAR_BYTES": (12 << 20, 8 << 20),
     "TILE_L2_FAR_BYTE_MIN_TOTAL": (8 << 20, 4 << 20),
     "TILE_STREAM_EIGHTHS_IN_CACHE": (4, 2),
     "TILE_CACHED_NARROW_BYTES": (16 << 20, 8 << 20),
@@ -382,8 +383,10 @@ def narrow_in_cache_bounds(width: int, row_stride: int) -> tuple[int, int] | Non
     """(eighths of stream_min_total from which it streams, bytes under which
     it runs from cache) for a tile plan of one- or two-byte values whose
     source rows lie row_stride bytes apart, where the planner sets them
-    (TILE_STREAM_EIGHTHS_IN_CACHE, TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE); else
-    None."""
+    (TILE_STREAM_EIGHTHS_BYTE_FAR, TILE_STREAM_EIGHTHS_IN_CACHE,
+    TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE); else None."""
+    if width == 1 and row_stride > CLOSE_ROW_BYTES:
+        return TILE_STREAM_EIGHTHS_BYTE_FAR, TILE_CACHED_BYTE_FAR_BYTES
     if width == 2 and row_stride > CLOSE_ROW_BYTES:
         return TILE_STREAM_EIGHTHS_IN_CACHE, TILE_CACHED_NARROW_BYTES
     close_max = {1: CLOSE_ROW_BYTES, 2: TILE_IN_CACHE_TWO_BYTE_MAX_ROW}.get(width, 0)
@@ -440,8 +443,15 @@ TILE_L2_WIDE_MIN_TOTAL = l3_bound("TILE_L2_WIDE_MIN_TOTAL")
 #: same buffers, alternating (2 threads, 6 rounds), a fresh 16 unnamed uint8
 #: 2-D transposes and NCHW to NHWC scatters of 4.4-7.8 MB ran 1.45x faster by
 #: geometric mean in cache (1.11-1.96x, every one faster; 3139 x 1407 13.9 ->
-#: 27.3 GB/s).
+#: 27.3 GB/s).  There, those of 8-12 MiB run from cache too, without
+#: streaming (TILE_CACHED_BYTE_FAR_BYTES, the cached tile's bound, and three
+#: eighths): in one process on the same buffers, the two plans alternating
+#: (2 threads, 6 rounds), 8 unnamed uint8 2-D transposes and NCHW to NHWC
+#: scatters of 9.6-11 MB ran 1.16x faster by geometric mean (1.01-1.40x), a
+#: fresh 16 of 9.1-11.5 MB 1.28x (0.97-1.62x; 2988 x 3054 17.4 -> 28.2
+#: GB/s); from 12.2 MB on, they measured 0.76-1.01x (8 of 12.2-16.6 MB).
 TILE_STREAM_EIGHTHS_BYTE_FAR = l3_bound("TILE_STREAM_EIGHTHS_BYTE_FAR")
+TILE_CACHED_BYTE_FAR_BYTES = l3_bound("TILE_CACHED_BYTE_FAR_BYTES")
 TILE_L2_FAR_BYTE_MIN_TOTAL = l3_bound("TILE_L2_FAR_BYTE_MIN_TOTAL")
 
 

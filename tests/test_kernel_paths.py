@@ -348,19 +348,20 @@ def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
     _check_column_major_both_ways(desc, k, j)
 
 
-@pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2048), ("float32", 1001, 1503),
+@pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2048), ("uint8", 3001, 3003),
+                                       ("uint8", 2439, 4691), ("float32", 1001, 1503),
                                        ("float64", 1040, 1031), ("uint32", 1455, 1655), ("int16", 2203, 2017),
                                        ("float16", 2995, 2569), ("uint16", 2051, 2049)], ids=str)
 def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, monkeypatch):
     # With a small L3's bounds (_planner.L3_BOUNDS), one-byte 2-D transposes
     # with source rows far apart stay in cache (plain stores, no L2 buffers)
-    # under 8 MiB, two-byte ones under 16 MiB (read from cache: the plan's
+    # under 12 MiB, two-byte ones under 16 MiB (read from cache: the plan's
     # narrow_cached_bytes), four- and eight-byte ones under 12 MiB, where a
     # large L3's stream from 4, 8 and 2 MiB.  Gather and scatter (guard bytes
     # past the end), against numpy.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     width = np.dtype(dtype).itemsize
-    low, high = {1: (4 << 20, 8 << 20), 2: (8 << 20, 16 << 20)}.get(width, (2 << 20, 12 << 20))
+    low, high = {1: (4 << 20, 12 << 20), 2: (8 << 20, 16 << 20)}.get(width, (2 << 20, 12 << 20))
     assert low <= desc.total_tensor_size_in_bytes < high
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"]
@@ -369,7 +370,8 @@ def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, m
     with _stream_threshold(_planner.stream_min_total):   # (drops the plans made above)
         plan = transfer._plan(desc, "gather").describe()
         assert (plan["mode"], plan["stream"], plan["l2"]) == ("tile", False, "none")
-        assert _planner.tile_cached_bytes(transfer._plan(desc, "gather").layout.main) == (16 << 20 if width == 2 else 0)
+        cached = _planner.tile_cached_bytes(transfer._plan(desc, "gather").layout.main)
+        assert cached == {1: 12 << 20, 2: 16 << 20}.get(width, 0)
         _check_column_major_both_ways(desc, k, j)
 
 

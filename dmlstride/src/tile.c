@@ -211,8 +211,9 @@ static int transpose_staged(int w, const char *sj, int64_t iss, char *dj, int64_
    (narrow_cached_bytes: 16 MiB for 2-byte values from source rows far
    apart on a machine with an L3 of at most 64 MiB, whose transposes of
    8-16 MiB then stay in cache: see the planner's
-   TILE_STREAM_EIGHTHS_IN_CACHE; 12 MiB for 1-byte values from source
-   rows 40-1024 bytes apart and 2-byte ones from rows of 40-63 bytes).
+   TILE_STREAM_EIGHTHS_IN_CACHE; 12 MiB for 1-byte values, from source
+   rows more than 40 bytes apart, and 2-byte ones from rows of 40-63
+   bytes).
 
    From DMLS_SOURCE_AHEAD_BYTES, past the L2 caches of both cores, the tile
    also asks for the source lines of the tile after: in one run, on the same
