@@ -50,6 +50,7 @@ SMALL_L3 = 0 < L3_BYTES <= SMALL_L3_MAX_BYTES
 #: The bounds that hang on it, by name: (with a small L3, with a large one).
 L3_BOUNDS = {
     "TILE_STREAM_WIDE_SIXTEENTHS": (6, 1),
+    "TILE_STREAM_WIDE_FAR_SIXTEENTHS": (8, 1),
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
     "TILE_STREAM_EIGHTHS_BYTE_FAR": (3, 1),
     "TILE_CACHED_BYTE_FAR_BYTES": (12 << 20, 8 << 20),
@@ -429,6 +430,16 @@ def tile_cached_bytes(plan: "KernelPlan") -> int:
 #: of 8 (0.90-1.54x), and 14 of 12-17 MB about even with 16 MiB against 12
 #: (1.05x, 0.63-1.42x: 2-D transposes faster, NCHW to NHWC gathers slower).
 TILE_STREAM_WIDE_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_SIXTEENTHS")
+#: ... and those from source rows more than CLOSE_ROW_BYTES apart (2-D
+#: transposes, NCHW to NHWC scatters) from 16 MiB there, the cached tile's
+#: own bound for such values (DMLS_CACHED_WIDE_TRANSPOSE_BYTES): in one
+#: process on the same buffers, the two plans alternating (2 threads, 6
+#: rounds), two sets of 16 unnamed four- and eight-byte transposes of
+#: 12.7-16.7 MB ran 1.06x and 1.05x faster by geometric mean, those with
+#: source rows far apart 1.12x (20, 0.92-1.47x; float64 765 x 2122 22.3 ->
+#: 32.8 GB/s) and NHWC to NCHW gathers, whose pixels lie close, 0.95x (12,
+#: 0.80-1.25x), which keep 12 MiB.
+TILE_STREAM_WIDE_FAR_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_FAR_SIXTEENTHS")
 TILE_L2_WIDE_MIN_TOTAL = l3_bound("TILE_L2_WIDE_MIN_TOTAL")
 #: One-byte tile plans whose source rows lie more than CLOSE_ROW_BYTES apart
 #: (a 2-D transpose's) stream from this many eighths of stream_min_total (4
@@ -492,14 +503,16 @@ def tile_stream_min(width: int, row_stride: int) -> int:
     if width <= 2 and row_stride >= TILE_STREAM_NARROW_MIN_ROW:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:
-        return wide_tile_stream_min()
+        return wide_tile_stream_min(row_stride)
     return transpose_stream_min()
 
 
-def wide_tile_stream_min() -> int:
-    """Tile plans of four- and eight-byte values stream from this many
-    bytes (see TILE_STREAM_WIDE_SIXTEENTHS)."""
-    return stream_min_total * TILE_STREAM_WIDE_SIXTEENTHS // 16
+def wide_tile_stream_min(row_stride: int = 0) -> int:
+    """Tile plans of four- and eight-byte values whose source rows lie
+    row_stride bytes apart stream from this many bytes (see
+    TILE_STREAM_WIDE_SIXTEENTHS and TILE_STREAM_WIDE_FAR_SIXTEENTHS)."""
+    far = row_stride > CLOSE_ROW_BYTES
+    return stream_min_total * (TILE_STREAM_WIDE_FAR_SIXTEENTHS if far else TILE_STREAM_WIDE_SIXTEENTHS) // 16
 
 
 def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:

@@ -98,9 +98,9 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # in and out.
     p = _planner
     names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
-             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS")
+             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS", "TILE_STREAM_WIDE_FAR_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 4 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,)
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 4 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 2
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -372,6 +372,27 @@ def test_transposes_stay_in_cache_longer_with_a_small_l3(dtype, k, j, threads, m
         assert (plan["mode"], plan["stream"], plan["l2"]) == ("tile", False, "none")
         cached = _planner.tile_cached_bytes(transfer._plan(desc, "gather").layout.main)
         assert cached == {1: 12 << 20, 2: 16 << 20}.get(width, 0)
+        _check_column_major_both_ways(desc, k, j)
+
+
+@pytest.mark.parametrize("dtype,k,j", [("float32", 1901, 1999), ("float64", 1303, 1427)], ids=str)
+def test_wide_transposes_from_far_rows_stay_in_cache_to_16_mib_with_a_small_l3(dtype, k, j, threads, monkeypatch):
+    # With a small L3's bounds, four- and eight-byte 2-D transposes (source
+    # rows far apart) of 12-16 MiB stay in cache (TILE_STREAM_WIDE_FAR_SIXTEENTHS),
+    # while NHWC to NCHW gathers of such values (pixels close together) of
+    # that size stream from 12 MiB.  Gather and scatter (guard bytes past the
+    # end), against numpy.
+    for name in _planner.L3_BOUNDS:
+        monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    pixels = ds.BufferTensorDesc.from_layout(dtype, (2, 64 // np.dtype(dtype).itemsize, 331, 331), "NHWC")
+    for d in (desc, pixels):
+        assert 12 << 20 <= d.total_tensor_size_in_bytes < 16 << 20
+    with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+        plan = transfer._plan(desc, "gather").describe()
+        assert (plan["mode"], plan["stream"], plan["l2"]) == ("tile", False, "none")
+        plan = transfer._plan(pixels, "gather").describe()
+        assert plan["mode"] == "tile" and plan["stream"]
         _check_column_major_both_ways(desc, k, j)
 
 

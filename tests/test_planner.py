@@ -1039,7 +1039,7 @@ def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
     assert plan.mode == "tile" and abs(plan.inner[1]) >= _planner.TILE_STREAM_NARROW_MIN_ROW
     assert plan.stream == streams
     assert _planner.tile_stream_min(bits // 8, abs(plan.inner[1])) == (
-        4 << 20 if bits == 8 else 8 << 20 if bits == 16 else _planner.wide_tile_stream_min())
+        4 << 20 if bits == 8 else 8 << 20 if bits == 16 else _planner.wide_tile_stream_min(abs(plan.inner[1])))
 
 
 @pytest.mark.parametrize("rows,cols,bits,streams", [
@@ -1058,7 +1058,7 @@ def test_wide_tiles_stream_from_2_mib(rows, cols, bits, streams):
     plan = _transpose_2d(rows, cols, bits)
     nbytes = rows * cols * bits // 8
     assert plan.mode == "tile" and plan.inner[1] > _planner.CLOSE_ROW_BYTES
-    assert plan.stream == streams == (bits >= 32 and nbytes >= _planner.wide_tile_stream_min())
+    assert plan.stream == streams == (bits >= 32 and nbytes >= _planner.wide_tile_stream_min(plan.inner[1]))
     assert bool(plan.l2) == streams == (bits >= 32 and nbytes >= _planner.TILE_L2_WIDE_MIN_TOTAL)
 
 
