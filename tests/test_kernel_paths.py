@@ -2043,6 +2043,30 @@ def test_blocks_from_memory_with_rows_off_line_boundaries(dtype, sizes, order, o
         assert out.tobytes() == raw.tobytes()
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint32", (12, 41, 2, 44, 76), (1, 3, 4, 2, 0), "scatter"),
+    ("float64", (3, 72, 21, 7, 54), (4, 1, 3, 0, 2), "scatter"),
+    ("int16", (6, 6, 130, 57, 30), (4, 1, 2, 3, 0), "gather"),
+], ids=str)
+def test_blocks_of_12_to_16_mib_stay_in_place_with_a_small_l3(dtype, sizes, order, op, threads, monkeypatch):
+    # Blocks that a large L3's bounds stream whole from 12 MiB stay in place
+    # under 16 MiB with a small L3's (BLOCK_WHOLE_EIGHTHS); gathered and
+    # scattered both ways, against numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    assert 12 << 20 <= desc.total_tensor_size_in_bytes < 16 << 20
+    assert transfer._plan(desc, op).describe()["block"]["whole"]
+    for name in _planner.L3_BOUNDS:
+        monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "block" and not plan["block"]["whole"] and not plan["stream"]
+        raw = _random_buffer(desc.total_tensor_size_in_bytes, sum(sizes))
+        expected = _numpy_gather(raw, desc)
+        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
+        out = bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 128, 3).tobytes())
+        _check_scatter(expected, desc, out, offset=64)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("sizes", [(1, 61, 70, 72), (1, 67, 65, 100), (2, 40, 53, 200), (1, 4099, 1, 66)], ids=str)
 def test_short_pixels_whole_in_pieces_of_k(dtype, sizes, threads):
