@@ -66,3 +66,14 @@ def no_slabs(monkeypatch):
     yield
     monkeypatch.undo()
     _engine._set_stream_min_total(_planner.stream_min_total)
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    # The engine's thread count, 1 and 2, for the test's copies.
+    import dmlstride as ds
+
+    before = ds.get_num_threads()
+    ds.set_num_threads(request.param)
+    yield request.param
+    ds.set_num_threads(before)

@@ -30,14 +30,6 @@ from dmlstride import _engine, _planner, transfer
 WIDTH_DTYPES = ["uint8", "float16", "float32", "float64"]
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    before = ds.get_num_threads()
-    ds.set_num_threads(request.param)
-    yield request.param
-    ds.set_num_threads(before)
-
-
 def _random_buffer(nbytes, seed):
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 

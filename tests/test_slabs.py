@@ -22,14 +22,6 @@ from dmlstride import _engine, _planner, transfer
 from reference import gather_np, scatter_np
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    before = ds.get_num_threads()
-    ds.set_num_threads(request.param)
-    yield request.param
-    ds.set_num_threads(before)
-
-
 @pytest.fixture
 def fresh_plans():
     # Plans are kept by descriptor (and by the gather fast path): a test that
