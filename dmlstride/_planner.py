@@ -437,7 +437,7 @@ TILE_STREAM_WIDE_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_SIXTEENTHS")
 #: process on the same buffers, the two plans alternating (2 threads, 6
 #: rounds), two sets of 16 unnamed four- and eight-byte transposes of
 #: 12.7-16.7 MB ran 1.06x and 1.05x faster by geometric mean, those with
-#: source rows far apart 1.12x (20, 0.92-1.47x; float64 765 x 2122 22.3 ->
+#: source rows far apart 1.12x (20, 0.80-1.47x; float64 765 x 2122 22.3 ->
 #: 32.8 GB/s) and NHWC to NCHW gathers, whose pixels lie close, 0.95x (12,
 #: 0.80-1.25x), which keep 12 MiB.
 TILE_STREAM_WIDE_FAR_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_FAR_SIXTEENTHS")
@@ -459,9 +459,9 @@ TILE_L2_WIDE_MIN_TOTAL = l3_bound("TILE_L2_WIDE_MIN_TOTAL")
 #: streaming (TILE_CACHED_BYTE_FAR_BYTES, the cached tile's bound, and three
 #: eighths): in one process on the same buffers, the two plans alternating
 #: (2 threads, 6 rounds), 8 unnamed uint8 2-D transposes and NCHW to NHWC
-#: scatters of 9.6-11 MB ran 1.16x faster by geometric mean (1.01-1.40x), a
+#: scatters of 9.6-12.5 MB ran 1.16x faster by geometric mean (1.01-1.40x), a
 #: fresh 16 of 9.1-11.5 MB 1.28x (0.97-1.62x; 2988 x 3054 17.4 -> 28.2
-#: GB/s); from 12.2 MB on, they measured 0.76-1.01x (8 of 12.2-16.6 MB).
+#: GB/s); past 12 MiB they measured 0.76-0.94x (8 of 12.6-16.6 MB).
 TILE_STREAM_EIGHTHS_BYTE_FAR = l3_bound("TILE_STREAM_EIGHTHS_BYTE_FAR")
 TILE_CACHED_BYTE_FAR_BYTES = l3_bound("TILE_CACHED_BYTE_FAR_BYTES")
 TILE_L2_FAR_BYTE_MIN_TOTAL = l3_bound("TILE_L2_FAR_BYTE_MIN_TOTAL")
@@ -2831,7 +2831,7 @@ def plan_nibbles(sizes, src_strides, dst_strides, src_nibble, dst_nibble, sign_e
 #: buffers, the two plans alternating (2 threads, 5 rounds): of unnamed
 #: copies of 8-70 MB planned element by element, the 34 of two sets that
 #: take slabs ran 2.08x faster by geometric mean (0.79-8.3x; a uint8
-#: scatter whose last two dimensions swap 2 x 2 values 0.9 -> 5.0 GB/s), a
+#: scatter whose last two dimensions swap 2 x 2 values 1.1 -> 6.1 GB/s), a
 #: fresh 11 of 24 2.02x (1.08-5.9x, every one faster), and 16 of
 #: 0.05-6 MB 3.1x (1.3-7.1x).
 SLAB_COPIES = True
