@@ -496,8 +496,6 @@ def transpose_stream_min() -> int:
 def tile_stream_min(width: int, row_stride: int) -> int:
     """Tile plans of values of width bytes whose source rows lie row_stride
     bytes apart use streaming stores from this many bytes."""
-    if width == 1 and row_stride > CLOSE_ROW_BYTES:
-        return stream_min_total * TILE_STREAM_EIGHTHS_BYTE_FAR // 8
     bounds = narrow_in_cache_bounds(width, row_stride)
     if bounds is not None:
         return stream_min_total * bounds[0] // 8
@@ -2957,10 +2955,10 @@ def plan_slabs(dims: list[Dim], width: int, main: KernelPlan, extent: tuple[int,
         if best is None or task > best[0]:
             head = KernelPlan(mode="memcpy", width=width, outer=outer, inner=(1, width, width),
                               segment_len=1, segments=1, tasks=slabs, dst_bytes=slabs * nbytes)
-            reach = lambda ds_, side_: sum((d[0] - 1) * d[side_] for d in ds_) + width
+            reach = lambda ds_: extents([n for n, _, _ in ds_], [a // width for _, a, _ in ds_],
+                                        [b // width for _, _, b in ds_], 8 * width, False, False)
             best = (task, CopyPlan(kind="slabs", main=head, src_extent=extent[0], dst_extent=extent[1],
-                                   sub=sub, sub2=sub2, sub_extent=(reach(first, 1), reach(first, 2)),
-                                   sub2_extent=(reach(second, 1), reach(second, 2))))
+                                   sub=sub, sub2=sub2, sub_extent=reach(first), sub2_extent=reach(second)))
     if best is None or best[0] < 2 * main.dst_bytes // main.tasks:
         return None
     return best[1]
