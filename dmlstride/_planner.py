@@ -62,6 +62,7 @@ L3_BOUNDS = {
     "BLOCK_WHOLE_EIGHTHS": (4, 3),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
+    "WHOLE_AHEAD_MAX_BYTES": (5 << 16, 64 << 10),
 }
 
 
@@ -991,8 +992,8 @@ BLOCK_WHOLE_LINE_ROW_BYTES = 512
 #: all of J a task, in copies of at least this many bytes: the last tiles of
 #: each ask for the lines of the next block's first tiles, source and (rows
 #: of up to 256 bytes, in place) destination, as each tile does for the tile
-#: two ahead; small whole blocks ask for all their next block's source lines
-#: while their runs go out (block.c, DMLS_WHOLE_AHEAD_BYTES).  A
+#: two ahead; whole blocks of a bounded size (whole_asks_ahead) ask for all
+#: their next block's source lines while their runs go out.  A
 #: block of a few tiles (a uint8 block of 54 x 135 values is three) started
 #: with all its lines missing.  In one process on the same buffers,
 #: alternating in a shuffled order (2 threads, 5 rounds), with the old code
@@ -1008,6 +1009,28 @@ BLOCK_WHOLE_LINE_ROW_BYTES = 512
 #: stream one by one asking for the next block 1.03x (control 1.00x), so
 #: those do not.
 BLOCK_NEXT_MIN_TOTAL = 8 << 20
+#: Of whole blocks, those of WHOLE_AHEAD_MIN_BYTES to WHOLE_AHEAD_MAX_BYTES
+#: ask for the next block (whole_asks_ahead): on the Intel Xeon with a
+#: large L3, unnamed 5-D and 6-D permutations of 8-70 MB with whole blocks of
+#: up to 64 KiB ran 1.19x faster by geometric mean asking (20, 0.85-1.78x),
+#: 0.90-2.8x in a second set, and with the lower bound 1.04x on a fresh 16
+#: (0.64-1.43x); blocks of 88-177 KB measured 0.83-0.96x, of 1.8-2.1 KiB
+#: 0.63x, 0.80x and 1.59x.  On an AMD EPYC (Zen 3) with a 32 MiB L3 and
+#: 512 KiB of L2 a core (SMALL_L3), every whole block asks, up to the
+#: L2 buffer's BLOCK_L2_BYTES: two builds alternating (2 threads, 4-5
+#: rounds), unnamed 5-D and 6-D permutations of 8-70 MB with whole blocks
+#: of 69-298 KiB ran 1.15x faster by geometric mean (21, 0.92-1.44x; an
+#: int16 scatter of 244 KiB blocks 6.8 -> 9.8 GB/s) and 1.11x on a fresh 16
+#: (0.90-1.39x; 4 blocks under 64 KiB beside them, unchanged, 0.93-1.01x).
+WHOLE_AHEAD_MIN_BYTES = 4 << 10
+WHOLE_AHEAD_MAX_BYTES = l3_bound("WHOLE_AHEAD_MAX_BYTES")
+
+
+def whole_asks_ahead(block_bytes: int) -> bool:
+    """Whether a whole block of ``block_bytes`` asks for the next block's
+    source lines while its runs go out (WHOLE_AHEAD_MIN_BYTES,
+    WHOLE_AHEAD_MAX_BYTES)."""
+    return WHOLE_AHEAD_MIN_BYTES <= block_bytes <= WHOLE_AHEAD_MAX_BYTES
 #: Blocks in place or whole ask for the destination lines of the tiles ahead
 #: (block.c: each tile row's, and a wide band's) only in copies of at least
 #: this many bytes; smaller ones, whose destination the caches hold, ask for
@@ -1324,8 +1347,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         stream = l2 == 2 and dst_bytes >= transpose_stream_min()
     seg = jtot if l2 else share
     segments = -(-jtot // seg)
-    nxt = (not l2 and not stream and segments == 1
-           and dst_bytes >= BLOCK_NEXT_MIN_TOTAL)
+    nxt = (not l2 and not stream and segments == 1 and dst_bytes >= BLOCK_NEXT_MIN_TOTAL
+           and (not whole or whole_asks_ahead(jtot * ktot * width)))
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,

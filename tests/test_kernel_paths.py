@@ -2417,7 +2417,7 @@ def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, leve
 
 
 def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch, small_whole_blocks):
-    dtype, sizes, order, op, _ = WHOLE_BLOCKS[0]
+    dtype, sizes, order, op, _ = SMALL_WHOLE_BLOCKS[0]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
     with _stream_threshold(0):
         monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", nbytes)
@@ -2426,6 +2426,59 @@ def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch, small_w
         monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", nbytes + 1)
         plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
         assert plan.block.whole and not plan.block.next
+
+
+def _block_bytes(plan):
+    return plan.block.j_elems * plan.block.k_elems * plan.width
+
+
+# Whole blocks of more than 64 KiB (75-92 KiB), two or three a copy.
+BIG_WHOLE_BLOCKS = [
+    ("float32", (36, 2, 28, 19), (1, 3, 2, 0), "scatter"),
+    ("uint8", (2, 22, 21, 12, 2, 8), (2, 4, 0, 3, 1, 5), "scatter"),
+    ("int16", (31, 2, 24, 3, 21), (3, 4, 2, 0, 1), "gather"),
+    ("int16", (14, 3, 6, 19, 25), (2, 4, 3, 1, 0), "scatter"),
+    ("float32", (17, 3, 30, 7, 6), (1, 3, 4, 2, 0), "gather"),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", BIG_WHOLE_BLOCKS,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in BIG_WHOLE_BLOCKS])
+def test_big_whole_blocks_ask_for_the_next_block_on_a_small_l3(dtype, sizes, order, op, level, threads,
+                                                              monkeypatch, small_whole_blocks):
+    # With a small L3's bound, whole blocks up to the L2 buffer's size are
+    # told the next block's source, whose lines they ask for while their
+    # runs go out: the copies are the same, block by block.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.block.whole and plan.block.next and plan.segments == 1
+        assert 65536 < _block_bytes(plan) <= _planner.BLOCK_L2_BYTES
+        assert plan.dst_bytes >= 2 * _block_bytes(plan)
+
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", 0)
+    monkeypatch.setattr(_planner, "WHOLE_AHEAD_MAX_BYTES", _planner.l3_bound("WHOLE_AHEAD_MAX_BYTES", small_l3=True))
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+def test_whole_blocks_ask_for_the_next_block_within_the_size_bounds(monkeypatch, small_whole_blocks):
+    # Of whole blocks, those of WHOLE_AHEAD_MIN_BYTES to WHOLE_AHEAD_MAX_BYTES
+    # (bounds included) ask: every one up to the L2 buffer's size with a
+    # small L3, up to 64 KiB with a large one (as the tests plan).
+    assert _planner.l3_bound("WHOLE_AHEAD_MAX_BYTES", small_l3=True) == _planner.BLOCK_L2_BYTES
+    assert _planner.l3_bound("WHOLE_AHEAD_MAX_BYTES", small_l3=False) == 64 << 10
+    assert _planner.WHOLE_AHEAD_MAX_BYTES == 64 << 10
+    assert [_planner.whole_asks_ahead(n) for n in (4095, 4096, 65536, 65537)] == [False, True, True, False]
+    monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", 0)
+    dtype, sizes, order, op = BIG_WHOLE_BLOCKS[0]
+    with _stream_threshold(0):
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+        nbytes = _block_bytes(plan)
+        assert plan.block.whole and not plan.block.next and nbytes > 64 << 10
+        monkeypatch.setattr(_planner, "WHOLE_AHEAD_MAX_BYTES", nbytes)
+        assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.next
+        monkeypatch.setattr(_planner, "WHOLE_AHEAD_MIN_BYTES", nbytes + 1)
+        assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.next
 
 
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
@@ -2957,7 +3010,8 @@ def test_blocks_ask_for_the_next_only_in_place_or_whole_and_from_the_size_bound(
                      LINE_ROWS_IN_PLACE[0][:4]):
             plan = _main_plan(*case)
             assert plan.mode == "block" and (plan.block.whole or plan.l2 or plan.stream)
-            assert plan.block.next == (plan.block.whole and plan.segments == 1)
+            assert plan.block.next == (plan.block.whole and plan.segments == 1
+                                       and _planner.whole_asks_ahead(_block_bytes(plan)))
 
 
 # Blocks whose source runs are one micro-block row of k (16-31 one-byte

@@ -543,20 +543,12 @@ static int64_t chained_run(const dmls_group *g, int64_t run, int *chain) {
    rows b * L into runs of m rows, and each run goes out as one.
 
    s_next (the planner's block_next, else NULL): the next block's source,
-   at the same offsets js.  A block of DMLS_WHOLE_AHEAD_MIN_BYTES to
-   DMLS_WHOLE_AHEAD_BYTES asks for its source lines into L2 while this
-   one's runs go out (and its transpose asks for the first tiles', as
+   at the same offsets js, whose lines are asked for into L2 while this
+   block's runs go out (and its transpose asks for the first tiles', as
    blocks in place do): such a block's source rows are short runs from
    many places, each block started with all of them missing, and its
-   stores left the core idle meanwhile.  Two builds alternating (2
-   threads, 4-8 rounds), unnamed 5-D and 6-D permutations of 8-70 MB so
-   planned (uint8 to float64): blocks of up to 64 KiB ran 1.19x faster by
-   geometric mean (20, 0.85-1.78x), 0.90-2.8x in a second set, and with
-   the lower bound 1.04x on a fresh 16 (0.64-1.43x); every block asking,
-   1.11x (18).  Blocks of 88-177 KB measured 0.83-0.96x that way, of
-   1.8-2.1 KiB 0.63x, 0.80x and 1.59x. */
-#define DMLS_WHOLE_AHEAD_MIN_BYTES 4096
-#define DMLS_WHOLE_AHEAD_BYTES 65536
+   stores left the core idle meanwhile.  The planner passes it for blocks
+   of the sizes where that paid (its whole_asks_ahead). */
 /* A run streamed out begins and ends with a line written in part, with
    ordinary stores, each of which waits for its line to be read for
    ownership: the lines of the run this many runs on are asked for first
@@ -602,7 +594,6 @@ static int block_whole(const dmls_plan *p, const char *s, const int64_t *js, int
     roff = bkd + DMLS_BLOCK_GROUP;
     group_offsets(&inbuf, bkd);
     group_offsets(&runs, roff);
-    if (jn * kn * w < DMLS_WHOLE_AHEAD_MIN_BYTES || jn * kn * w > DMLS_WHOLE_AHEAD_BYTES) s_next = NULL;
     for (b = 0; b < m; b++)
         block_transpose(p->width, s + b * step, js, jn, buf + b * L, bkd, kn, p->block_stage_src,
                         p->block_stage_dst, p->block_lines, 0,
