@@ -1,15 +1,19 @@
 """What the planner needs to know of the machine it runs on.
 
-Private module.  Only the size of the last-level (L3) cache, as the
-operating system reports it: some of the planner's bounds between copying
-through the caches and streaming to memory depend on it (see
-``_planner.SMALL_L3``).
+Private module.  The size of the last-level (L3) cache, as the operating
+system reports it: some of the planner's bounds between copying through the
+caches and streaming to memory depend on it (see ``_planner.SMALL_L3``);
+and the processor's vendor, family and model, where one kind of copy was
+measured to stream slowly on one processor (see
+``_planner.NT_ALIASED_ROWS_SLOW``).
 """
 
 from __future__ import annotations
 
 import os
 
+#: Where Linux describes the processors (vendor_id, cpu family, model, ...).
+CPUINFO = "/proc/cpuinfo"
 #: Where Linux describes the caches of the first CPU (index0, index1, ...,
 #: each with its ``level`` and ``size``).
 CPU0_CACHES = "/sys/devices/system/cpu/cpu0/cache"
@@ -53,3 +57,33 @@ def l3_cache_bytes(caches: str = CPU0_CACHES) -> int:
         except OSError:
             continue
     return 0
+
+
+def cpu_signature(cpuinfo: str = CPUINFO) -> tuple[str, int, int] | None:
+    """(vendor, family, model) of the first processor, as Linux lists it
+    ("AuthenticAMD", 25, 1 for an AMD EPYC 7003), or None where it cannot be
+    read (another operating system, a field missing).
+
+    >>> import os, tempfile
+    >>> with tempfile.NamedTemporaryFile("w", delete=False) as f:
+    ...     _ = f.write("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n")
+    >>> cpu_signature(f.name)
+    ('AuthenticAMD', 25, 17)
+    >>> os.unlink(f.name)
+    """
+    fields: dict[str, str] = {}
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if not line.strip():
+                    if fields:
+                        break       # the first processor's entry ends
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return None
+    vendor, family, model = fields.get("vendor_id"), fields.get("cpu family", ""), fields.get("model", "")
+    if not vendor or not family.isdigit() or not model.isdigit():
+        return None
+    return vendor, int(family), int(model)

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ._limits import MAX_DIMENSION_COUNT as MAX_DIMS
-from ._machine import l3_cache_bytes
+from ._machine import cpu_signature, l3_cache_bytes
 
 #: The L3 cache as the system reports it (bytes; 0 where it cannot tell).
 L3_BYTES = l3_cache_bytes()
@@ -487,6 +487,41 @@ COPY_STREAM_EIGHTHS = 10
 #: rows of 1 KiB 1.03-1.04x, of 2-4 KiB 1.02-1.08x); planes of 64 KB
 #: broadcast along C ran 0.94-0.98x, and longer rows keep streaming.
 BROADCAST_PLAIN_ROW_BYTES = 4096
+
+
+def _slow_aliased_streams(signature: tuple[str, int, int] | None) -> bool:
+    """Whether a processor of this (vendor, family, model) is one on which
+    streaming stores to a few rows ALIASED_ROW_BYTES apart were measured
+    slow: an AMD EPYC 7003 (Zen 3 cores: family 25, models 0-15)."""
+    return signature is not None and signature[0] == "AuthenticAMD" and signature[1] == 25 and signature[2] < 16
+
+
+#: On an AMD EPYC 7003 (NT_ALIASED_ROWS_SLOW), tile plans that write at most
+#: ALIASED_ROWS_MAX destination rows a multiple of ALIASED_ROW_BYTES apart
+#: (the channel planes of an NHWC to NCHW gather of 256 x 256 pixels) keep
+#: ordinary stores (keeps_aliased_rows).  Streamed, the harness's gathers of
+#: 64 float32 and 32 float16 channels ran at 8 GB/s there, 0.54-0.60 of the
+#: memcpy limit: in one process on the same buffers, the two plans
+#: alternating (2 threads, 5 rounds), 24 such NHWC to NCHW and NDHWC to
+#: NCDHW gathers of 8-64 MB (3-256 one- to eight-byte channels, planes of
+#: 48 KiB to 4 MiB) ran 1.43x faster by geometric mean with ordinary stores
+#: (1.00-2.76x; float16 4 x 32 x 128 x 264 8.2 -> 22.5 GB/s), a fresh 9
+#: 1.40x (1.15-1.72x); planes 1-3 KiB past such a multiple (255 x 256 or 300 x
+#: 320 values) measured 0.75-0.93x, and 512-1024 rows (2-D transposes among
+#: them) 0.69-0.92x, so those stream.  Elsewhere (an AMD EPYC with Zen 4
+#: cores, an Intel Xeon) the same streamed gathers ran at 1.3-1.55 of the
+#: memcpy limit, more than ordinary stores reach, and stream.
+NT_ALIASED_ROWS_SLOW = _slow_aliased_streams(cpu_signature())
+ALIASED_ROWS_MAX = 256
+ALIASED_ROW_BYTES = 2048
+
+
+def keeps_aliased_rows(tile: tuple[int, int, int] | None) -> bool:
+    """Whether a tile plan of ``tile`` (rows of k, their source and
+    destination strides) keeps ordinary stores however large it is
+    (NT_ALIASED_ROWS_SLOW, ALIASED_ROWS_MAX, ALIASED_ROW_BYTES)."""
+    return (NT_ALIASED_ROWS_SLOW and tile is not None and tile[0] <= ALIASED_ROWS_MAX
+            and tile[2] % ALIASED_ROW_BYTES == 0)
 
 
 def transpose_stream_min() -> int:
@@ -1738,6 +1773,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                       tile=tile, dst_bytes=count * width)
     plan.stream = (copy_stream
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
+                   and not keeps_aliased_rows(tile)
                    or mode == "interleave" and not small_interleave(inner_n, tile[0], width)
                    and interleave_streams(plan))
     chain = pixels_join_chain(plan) if mode == "interleave" else []

@@ -2945,6 +2945,52 @@ def _main_plan(dtype, sizes, order, op):
     return _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
 
 
+# NHWC to NCHW gathers whose channel planes lie a multiple of 2 KiB apart
+# (ALIASED_ROW_BYTES), a tile of at most ALIASED_ROWS_MAX rows.
+ALIASED_PLANES = [
+    ("float32", (2, 16, 16, 32), (0, 2, 3, 1), "gather"),    # planes of 2 KiB
+    ("float16", (1, 24, 32, 64), (0, 2, 3, 1), "gather"),    # 4 KiB
+    ("uint8", (2, 40, 64, 64), (0, 2, 3, 1), "gather"),      # 4 KiB
+    ("float64", (1, 12, 16, 48), (0, 2, 3, 1), "gather"),    # 6 KiB
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", ALIASED_PLANES, ids=[f"{c[0]}-{c[1]}" for c in ALIASED_PLANES])
+def test_few_rows_2_kib_apart_keep_ordinary_stores_where_streaming_them_is_slow(dtype, sizes, order, op, level,
+                                                                             threads, monkeypatch):
+    # On a processor of NT_ALIASED_ROWS_SLOW such tiles do not stream, from
+    # any size: the gathers (and the scatters back) against numpy.
+    def check_plan(plan):
+        assert plan.mode == "tile" and plan.tile[0] <= _planner.ALIASED_ROWS_MAX
+        assert plan.tile[2] % _planner.ALIASED_ROW_BYTES == 0 and not plan.stream
+
+    monkeypatch.setattr(_planner, "NT_ALIASED_ROWS_SLOW", True)
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+def test_rows_2_kib_apart_stream_elsewhere_and_past_the_bounds(monkeypatch):
+    with _stream_threshold(0):
+        # other processors (as the tests plan): they stream
+        assert all(_main_plan(*case).stream for case in ALIASED_PLANES)
+        monkeypatch.setattr(_planner, "NT_ALIASED_ROWS_SLOW", True)
+        assert not any(_main_plan(*case).stream for case in ALIASED_PLANES)
+        # planes of 1.5 KiB, 1 KiB past a multiple of 2 KiB: they stream
+        plan = _main_plan("float32", (2, 16, 16, 24), (0, 2, 3, 1), "gather")
+        assert plan.mode == "tile" and plan.tile[2] == 1536 and plan.stream
+        # 24 rows, more than an ALIASED_ROWS_MAX of 16; rows 2 KiB apart, not a multiple of 4 KiB
+        monkeypatch.setattr(_planner, "ALIASED_ROWS_MAX", 16)
+        assert not _main_plan(*ALIASED_PLANES[0]).stream and _main_plan(*ALIASED_PLANES[1]).stream
+        monkeypatch.setattr(_planner, "ALIASED_ROWS_MAX", 256)
+        monkeypatch.setattr(_planner, "ALIASED_ROW_BYTES", 4096)
+        assert _main_plan(*ALIASED_PLANES[0]).stream and not _main_plan(*ALIASED_PLANES[1]).stream
+    # the scatters back write pixels: they stream
+    monkeypatch.setattr(_planner, "ALIASED_ROW_BYTES", 2048)
+    with _stream_threshold(0):
+        assert all(_main_plan(d, s, o, "scatter").stream for d, s, o, _ in ALIASED_PLANES)
+
+
 def test_blocks_ask_for_destination_lines_ahead_from_the_size_bound(monkeypatch):
     # 48.6 MB in place: over the bound; with a last dimension of 8 rather
     # than 54, a copy of 7.2 MB, under it.

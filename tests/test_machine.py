@@ -50,3 +50,43 @@ def test_the_planner_reads_its_profile_from_the_l3():
         # a small L3 keeps copies in cache up to larger sizes, and takes tall
         # block tiles for more widths
         assert (small <= large) if name == "BLOCK_TALL_TILE_MIN_WIDTH" else (small >= large), name
+
+
+_AMD = "processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\n\n"
+
+
+def test_the_processor_is_the_first_entry_of_cpuinfo(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(_AMD.format(n=0, model=1) + _AMD.format(n=1, model=17))
+    assert _machine.cpu_signature(str(path)) == ("AuthenticAMD", 25, 1)
+    path.write_text("\n" + _AMD.format(n=0, model=17))        # a blank line first
+    assert _machine.cpu_signature(str(path)) == ("AuthenticAMD", 25, 17)
+    path.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n")
+    assert _machine.cpu_signature(str(path)) == ("GenuineIntel", 6, 85)
+
+
+@pytest.mark.parametrize("text", [
+    "",                                                            # nothing
+    "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 1\n",            # no vendor
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 1\n",   # no family
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: x\n",
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\nmodel\t\t: 1\n",  # model in the next entry
+])
+def test_no_signature_where_cpuinfo_lacks_it(tmp_path, text):
+    path = tmp_path / "cpuinfo"
+    path.write_text(text)
+    assert _machine.cpu_signature(str(path)) is None
+    assert _machine.cpu_signature(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("signature,slow", [
+    (("AuthenticAMD", 25, 1), True),       # EPYC 7003 (Zen 3)
+    (("AuthenticAMD", 25, 15), True),
+    (("AuthenticAMD", 25, 17), False),     # EPYC 9004 (Zen 4)
+    (("AuthenticAMD", 25, 97), False),
+    (("AuthenticAMD", 23, 49), False),     # Zen 2
+    (("GenuineIntel", 6, 85), False),
+    (None, False),
+])
+def test_streams_to_aliased_rows_are_slow_on_zen_3_epyc_only(signature, slow):
+    assert _planner._slow_aliased_streams(signature) is slow
