@@ -1045,18 +1045,22 @@ BLOCK_WHOLE_LINE_ROW_BYTES = 512
 #: those do not.
 BLOCK_NEXT_MIN_TOTAL = 8 << 20
 #: Of whole blocks, those of WHOLE_AHEAD_MIN_BYTES to WHOLE_AHEAD_MAX_BYTES
-#: ask for the next block (whole_asks_ahead): on the Intel Xeon with a
-#: large L3, unnamed 5-D and 6-D permutations of 8-70 MB with whole blocks of
-#: up to 64 KiB ran 1.19x faster by geometric mean asking (20, 0.85-1.78x),
-#: 0.90-2.8x in a second set, and with the lower bound 1.04x on a fresh 16
-#: (0.64-1.43x); blocks of 88-177 KB measured 0.83-0.96x, of 1.8-2.1 KiB
-#: 0.63x, 0.80x and 1.59x.  On an AMD EPYC (Zen 3) with a 32 MiB L3 and
-#: 512 KiB of L2 a core (SMALL_L3), every whole block asks, up to the
-#: L2 buffer's BLOCK_L2_BYTES: two builds alternating (2 threads, 4-5
+#: ask for the next block (whole_asks_ahead).  On the Intel Xeon with a
+#: large L3, two builds alternating (2 threads, 4-8 rounds), unnamed 5-D and
+#: 6-D permutations of 8-70 MB with whole blocks of up to 64 KiB ran 1.19x
+#: faster by geometric mean asking (20, 0.85-1.78x), 0.90-2.8x in a second
+#: set, and with the lower bound 1.04x on a fresh 16 (0.64-1.43x); every
+#: block asking measured 1.11x (18), its blocks of 88-177 KB 0.83-0.96x and
+#: those of 1.8-2.1 KiB 0.63x, 0.80x and 1.59x.  With a small L3 (SMALL_L3)
+#: every whole block asks, up to the L2 buffer's BLOCK_L2_BYTES, as measured
+#: on an AMD EPYC 7003 (Zen 3, 32 MiB L3, 512 KiB of L2 a core; the Zen 4
+#: EPYC was not measured so): two builds alternating (2 threads, 4-5
 #: rounds), unnamed 5-D and 6-D permutations of 8-70 MB with whole blocks
 #: of 69-298 KiB ran 1.15x faster by geometric mean (21, 0.92-1.44x; an
-#: int16 scatter of 244 KiB blocks 6.8 -> 9.8 GB/s) and 1.11x on a fresh 16
-#: (0.90-1.39x; 4 blocks under 64 KiB beside them, unchanged, 0.93-1.01x).
+#: int16 scatter of 244 KiB blocks 6.8 -> 9.8 GB/s; in one process, the
+#: bounds alternating, the 19 of them whose plans change 1.16x) and 1.11x
+#: on a fresh 16 (0.90-1.39x; 4 blocks under 64 KiB beside them, unchanged,
+#: 0.93-1.01x).
 WHOLE_AHEAD_MIN_BYTES = 4 << 10
 WHOLE_AHEAD_MAX_BYTES = l3_bound("WHOLE_AHEAD_MAX_BYTES")
 
@@ -1066,6 +1070,8 @@ def whole_asks_ahead(block_bytes: int) -> bool:
     source lines while its runs go out (WHOLE_AHEAD_MIN_BYTES,
     WHOLE_AHEAD_MAX_BYTES)."""
     return WHOLE_AHEAD_MIN_BYTES <= block_bytes <= WHOLE_AHEAD_MAX_BYTES
+
+
 #: Blocks in place or whole ask for the destination lines of the tiles ahead
 #: (block.c: each tile row's, and a wide band's) only in copies of at least
 #: this many bytes; smaller ones, whose destination the caches hold, ask for
