@@ -524,6 +524,31 @@ def keeps_aliased_rows(tile: tuple[int, int, int] | None) -> bool:
             and tile[2] % ALIASED_ROW_BYTES == 0)
 
 
+#: Likewise blocks whose rows would stream one by one in place (MODE
+#: block): on the same processor, those whose first K dimension's rows lie a
+#: multiple of ALIASED_ROW_BYTES apart, rows of under
+#: BLOCK_ALIASED_MAX_ROW_BYTES, do not (block_keeps_aliased_rows); such a
+#: block goes whole, through the L2 buffers or in place with ordinary stores,
+#: as the rest of the planner would choose for a block that does not stream.
+#: In one process on the same buffers, the plans alternating (2 threads, 5-6
+#: rounds), streamed blocks of random 4-D to 6-D permutations of 16-70 MB
+#: measured 0.65-2.20x without streaming against streaming (42: those whose
+#: first K rows lie so 1.16-2.20x, 9, mostly of power-of-two dimensions; the
+#: others 0.65-1.75x, rows back to back in the destination or of 6.8 KB
+#: among the slowest, so they stream);
+#: as this rule, a fresh 14 so planned 1.31x by geometric mean (0.79-1.89x;
+#: 8 of power-of-two dimensions, 6 of others).
+BLOCK_ALIASED_MAX_ROW_BYTES = 4096
+
+
+def block_keeps_aliased_rows(kgroup: list[Dim], row_bytes: int) -> bool:
+    """Whether a block of rows of ``row_bytes`` at the k group's destination
+    offsets keeps ordinary stores (NT_ALIASED_ROWS_SLOW, ALIASED_ROW_BYTES,
+    BLOCK_ALIASED_MAX_ROW_BYTES)."""
+    return (NT_ALIASED_ROWS_SLOW and row_bytes < BLOCK_ALIASED_MAX_ROW_BYTES
+            and kgroup[0][2] % ALIASED_ROW_BYTES == 0)
+
+
 def transpose_stream_min() -> int:
     """Transposes of at least this many bytes use streaming stores."""
     return stream_min_total * TRANSPOSE_STREAM_EIGHTHS // 8
@@ -1363,7 +1388,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     # same line offset.  Four-line-tall tiles write one line per row and
     # tile; streamed that way they measured slower, so they keep plain stores.
     stream = (dst_bytes >= transpose_stream_min() and lines == 1 and not stage_dst
-              and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup))
+              and jtot >= 64 // width and all(b % 64 == 0 for _, _, b in kgroup)
+              and not block_keeps_aliased_rows(kgroup, jtot * width))
     # Too few blocks for threads to share (a 4-D permutation is often a single
     # block): J is cut into segments of whole tiles, one task each
     # (MIN_BLOCK_TASKS; not through L2, whose chunks are planned for the whole

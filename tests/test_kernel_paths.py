@@ -2991,6 +2991,57 @@ def test_rows_2_kib_apart_stream_elsewhere_and_past_the_bounds(monkeypatch):
         assert all(_main_plan(d, s, o, "scatter").stream for d, s, o, _ in ALIASED_PLANES)
 
 
+# Blocks whose rows would stream one by one, the first K dimension's rows
+# a multiple of 2 KiB apart: (case, its rows' bytes, their spacing).
+ALIASED_BLOCKS = [
+    (("float32", (32, 4, 8, 8), (3, 1, 2, 0), "scatter"), 128, 4096),
+    (("float64", (4, 2, 2, 16, 16), (1, 4, 0, 3, 2), "gather"), 128, 2048),
+    (("int16", (16, 32, 16, 2), (2, 3, 1, 0), "gather"), 64, 2048),
+    (("uint8", (16, 16, 2, 8, 8), (4, 3, 0, 2, 1), "scatter"), 512, 4096),
+    (("float64", (16, 2, 16, 2, 4), (3, 1, 4, 2, 0), "gather"), 2048, 2048),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("case,row,apart", ALIASED_BLOCKS, ids=[f"{c[0][0]}-{c[0][3]}-{c[0][1]}" for c in ALIASED_BLOCKS])
+def test_blocks_of_rows_2_kib_apart_keep_ordinary_stores_where_streaming_them_is_slow(case, row, apart, level,
+                                                                                    threads, monkeypatch):
+    # On a processor of NT_ALIASED_ROWS_SLOW such blocks do not stream their
+    # rows one by one in place, from any size (they go whole, or in place
+    # with ordinary stores): the copies (and their reverses) against numpy.
+    dtype, sizes, order, op = case
+
+    def check_plan(plan):
+        assert plan.mode == "block" and not _streams_rows_in_place(plan)
+        assert plan.block.j_elems * plan.width == row and plan.block.k[0][1] == apart
+
+    monkeypatch.setattr(_planner, "NT_ALIASED_ROWS_SLOW", True)
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+def _streams_rows_in_place(plan):
+    return plan.stream and plan.l2 == 0 and not plan.block.whole
+
+
+def test_blocks_of_rows_2_kib_apart_stream_elsewhere_and_past_the_bounds(monkeypatch):
+    def streamed():
+        return [_streams_rows_in_place(_main_plan(*case)) for case, _, _ in ALIASED_BLOCKS]
+
+    with _stream_threshold(0):
+        # other processors (as the tests plan): they stream their rows
+        assert streamed() == [True] * 5
+        monkeypatch.setattr(_planner, "NT_ALIASED_ROWS_SLOW", True)
+        assert streamed() == [False] * 5
+        # rows of BLOCK_ALIASED_MAX_ROW_BYTES or more stream
+        monkeypatch.setattr(_planner, "BLOCK_ALIASED_MAX_ROW_BYTES", 2048)
+        assert streamed() == [False] * 4 + [True]
+        # rows 2 KiB apart, not a multiple of 4 KiB, stream with an ALIASED_ROW_BYTES of 4 KiB
+        monkeypatch.setattr(_planner, "BLOCK_ALIASED_MAX_ROW_BYTES", 4096)
+        monkeypatch.setattr(_planner, "ALIASED_ROW_BYTES", 4096)
+        assert streamed() == [False, True, True, False, True]
+
+
 def test_blocks_ask_for_destination_lines_ahead_from_the_size_bound(monkeypatch):
     # 48.6 MB in place: over the bound; with a last dimension of 8 rather
     # than 54, a copy of 7.2 MB, under it.
