@@ -535,16 +535,16 @@ def keeps_aliased_rows(tile: tuple[int, int, int] | None) -> bool:
 #: measured 0.65-2.20x without streaming against streaming (42: those whose
 #: first K rows lie so 1.16-2.20x, 9, mostly of power-of-two dimensions; the
 #: others 0.65-1.75x, rows back to back in the destination or of 6.8 KB
-#: among the slowest, so they stream);
-#: as this rule, a fresh 14 so planned 1.31x by geometric mean (0.79-1.89x;
-#: 8 of power-of-two dimensions, 6 of others).
+#: among the slowest, so they stream); as this rule, a fresh 14 so planned
+#: 1.31x by geometric mean (0.79-1.89x; 8 of power-of-two dimensions, 6 of
+#: others).
 BLOCK_ALIASED_MAX_ROW_BYTES = 4096
 
 
 def block_keeps_aliased_rows(kgroup: list[Dim], row_bytes: int) -> bool:
     """Whether a block of rows of ``row_bytes`` at the k group's destination
-    offsets keeps ordinary stores (NT_ALIASED_ROWS_SLOW, ALIASED_ROW_BYTES,
-    BLOCK_ALIASED_MAX_ROW_BYTES)."""
+    offsets does not stream them one by one in place (NT_ALIASED_ROWS_SLOW,
+    ALIASED_ROW_BYTES, BLOCK_ALIASED_MAX_ROW_BYTES)."""
     return (NT_ALIASED_ROWS_SLOW and row_bytes < BLOCK_ALIASED_MAX_ROW_BYTES
             and kgroup[0][2] % ALIASED_ROW_BYTES == 0)
 
