@@ -516,12 +516,17 @@ ALIASED_ROWS_MAX = 256
 ALIASED_ROW_BYTES = 2048
 
 
-def keeps_aliased_rows(tile: tuple[int, int, int] | None) -> bool:
+def aliased_rows(row_stride: int) -> bool:
+    """Whether destination rows ``row_stride`` bytes apart are ones this
+    processor streams to slowly (NT_ALIASED_ROWS_SLOW, ALIASED_ROW_BYTES)."""
+    return NT_ALIASED_ROWS_SLOW and row_stride % ALIASED_ROW_BYTES == 0
+
+
+def keeps_aliased_rows(tile: Dim) -> bool:
     """Whether a tile plan of ``tile`` (rows of k, their source and
     destination strides) keeps ordinary stores however large it is
-    (NT_ALIASED_ROWS_SLOW, ALIASED_ROWS_MAX, ALIASED_ROW_BYTES)."""
-    return (NT_ALIASED_ROWS_SLOW and tile is not None and tile[0] <= ALIASED_ROWS_MAX
-            and tile[2] % ALIASED_ROW_BYTES == 0)
+    (aliased_rows, ALIASED_ROWS_MAX)."""
+    return tile[0] <= ALIASED_ROWS_MAX and aliased_rows(tile[2])
 
 
 #: Likewise blocks whose rows would stream one by one in place (MODE
@@ -543,10 +548,9 @@ BLOCK_ALIASED_MAX_ROW_BYTES = 4096
 
 def block_keeps_aliased_rows(kgroup: list[Dim], row_bytes: int) -> bool:
     """Whether a block of rows of ``row_bytes`` at the k group's destination
-    offsets does not stream them one by one in place (NT_ALIASED_ROWS_SLOW,
-    ALIASED_ROW_BYTES, BLOCK_ALIASED_MAX_ROW_BYTES)."""
-    return (NT_ALIASED_ROWS_SLOW and row_bytes < BLOCK_ALIASED_MAX_ROW_BYTES
-            and kgroup[0][2] % ALIASED_ROW_BYTES == 0)
+    offsets does not stream them one by one in place (aliased_rows of the
+    first K dimension's, BLOCK_ALIASED_MAX_ROW_BYTES)."""
+    return row_bytes < BLOCK_ALIASED_MAX_ROW_BYTES and aliased_rows(kgroup[0][2])
 
 
 def transpose_stream_min() -> int:
