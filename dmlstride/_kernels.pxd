@@ -35,6 +35,9 @@ cdef extern from "src/plan.h":
     int64_t DMLS_BLOCK_L2_BYTES
     int DMLS_BLOCK_L2_ROWS
     int DMLS_BLOCK_L2_RUN
+    int DMLS_CHUNK_BLOCK
+    int DMLS_CHUNK_TILE
+    int DMLS_CHUNK_IN_PLACE
     int64_t dmls_block_pitch(int64_t n) noexcept nogil
     void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t* jc, int64_t* kc) noexcept nogil
 

@@ -798,15 +798,21 @@ def block_pitch(n: int) -> int:
     return p + 64 if p % 4096 == 0 else p
 
 
-def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False) -> tuple[int, int]:
+def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
+                 in_place: bool = False) -> tuple[int, int]:
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
-    side's dmls_block_chunks; a tile's when ``tile``): the whole block when
-    both buffers (and the row table) hold it;
+    side's dmls_block_chunks; a tile's when ``tile``, one whose source rows
+    are read where they are when ``in_place`` as well, see
+    l2_reads_in_place): the whole block when both buffers (and the row
+    table) hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
     whole lines as fit on the other; (0, 0) when not even 16 bytes do.
     Source rows of up to BLOCK_L2_RUN bytes are taken whole, except a
     tile's longer than TILE_L2_WHOLE_ROW bytes and shorter than its
-    destination rows (see plan.h)."""
+    destination rows (see plan.h).  A tile read in place whose j reaches
+    BLOCK_L2_RUN bytes takes at most in_place_chunk_k values of k."""
+    if in_place and not tile:
+        raise ValueError("only a tile's source rows are read in place")
     room, e = BLOCK_L2_ROOM, 64 // width
     if (jtot <= BLOCK_L2_ROWS and jtot * block_pitch(ktot * width) <= room
             and ktot * block_pitch(jtot * width) <= room):
@@ -819,10 +825,30 @@ def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False) -> tuple[
         if jtot * width > BLOCK_L2_RUN:
             j = BLOCK_L2_RUN // width
         k = min((room // j // 64 - 1) * e, room // block_pitch(j * width))
+        if in_place and jtot * width >= BLOCK_L2_RUN:
+            k = min(k, in_place_chunk_k(width))
         k = min(k - k % e, ktot)
     if j < 16 // width or k < 16 // width:
         return 0, 0
     return j, k
+
+
+def l2_reads_in_place(row_stride: int) -> bool:
+    """Whether a tile through L2 reads its source rows, ``row_stride``
+    bytes apart, where they are rather than copying them to the source
+    buffer (tile.c's transpose_through_l2): rows more than CLOSE_ROW_BYTES
+    apart and not a multiple of 1 KiB apart (rows that crowd L1's sets)."""
+    return row_stride > CLOSE_ROW_BYTES and row_stride % 1024 != 0
+
+
+def in_place_chunk_k(width: int) -> int:
+    """Values of k per L2 chunk of a tile read in place whose j reaches
+    BLOCK_L2_RUN bytes (plan.h's dmls_in_place_chunk_k): one line of
+    each source row, and at least 16 values.  The chunks had taken as many
+    lines as the destination buffer held, and their source lines and that
+    buffer then filled most of L2 (see plan.h for the measurements: a fresh
+    26 2-D transposes of 20-70 MB 1.19x faster by geometric mean)."""
+    return max(64 // width, 16)
 
 
 def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int,
@@ -3107,7 +3133,7 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if m.block is not None:
         return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
     assert m.tile is not None
-    return block_chunks(m.width, m.segment_len, task_k(m), tile=True)
+    return block_chunks(m.width, m.segment_len, task_k(m), tile=True, in_place=l2_reads_in_place(m.inner[1]))
 
 
 def describe(plan: CopyPlan) -> dict:

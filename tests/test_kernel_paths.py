@@ -265,6 +265,28 @@ def test_transposes_through_l2_read_far_source_rows_in_place(dtype, k, j, thread
     _check_column_major_both_ways(desc, k, j)
 
 
+@pytest.mark.parametrize("dtype,k,j", [("uint8", 2055, 4100), ("uint8", 3001, 2100), ("int16", 1299, 2201),
+                                       ("float16", 3001, 777), ("float32", 2111, 1100), ("uint32", 3001, 555),
+                                       ("float64", 171, 3003), ("float64", 1201, 700)], ids=str)
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+def test_transposes_read_in_place_take_a_line_of_k_a_chunk(dtype, k, j, level, streaming, threads):
+    # Source rows read where they are (k values, 171-3001, more than 1 KiB
+    # apart and not a multiple of it), in segments of j of at least the L2
+    # run: chunks of one line of k, 16 values at least, many to a segment
+    # (or to a piece of k), the last one ragged (k is no multiple of the
+    # chunk), at every instruction set level; gather and scatter (guard
+    # bytes past the end) against numpy.
+    w = np.dtype(dtype).itemsize
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    with _isa_level(level):
+        plan = transfer._plan(desc, "gather").describe()
+        assert plan["mode"] == "tile" and plan["l2"] == "both" and plan["stream"]
+        assert _planner.l2_reads_in_place(plan["inner"][1])
+        assert plan["segment"] * w >= _planner.BLOCK_L2_RUN
+        assert plan["l2_chunk"] == (_planner.BLOCK_L2_RUN // w, _planner.in_place_chunk_k(w))
+        _check_column_major_both_ways(desc, k, j)
+
+
 # The start of a script run in a child process (a read past a buffer
 # crashes it, not the test run): `region`, SIZE bytes of memory followed by
 # an inaccessible page; a buffer whose last byte is region's last reads

@@ -37,20 +37,55 @@ def test_c_limits_agree_with_python():
     assert _planner.SLAB_BYTES <= _engine.SLAB_BYTES   # a slab fits the thread's buffer
 
 
-@pytest.mark.parametrize("tile", [False, True], ids=["block", "tile"])
+@pytest.mark.parametrize("tile, in_place", [(False, False), (True, False), (True, True)],
+                         ids=["block", "tile", "tile-in-place"])
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
-def test_block_chunks_agree_with_the_kernels(width, tile):
+def test_block_chunks_agree_with_the_kernels(width, tile, in_place):
     # The planner's copies of the kernels' L2 chunking and buffer pitch
     # decide which blocks go through L2 and at what cost: over J and K from
     # 1 to 4096 (every length up to 160, then steps that hit multiples of
     # lines and of 4 KiB pitches and the odd lengths beside them), both
-    # must give the same chunks and the same pitch, a block's and a tile's.
+    # must give the same chunks and the same pitch, a block's and a tile's
+    # (read in place or through the source buffer).
     lengths = sorted(set(range(1, 161)) | {n + d for n in range(192, 4097, 64) for d in (-1, 0, 1)})
     for jn in lengths:
         for kn in lengths[::7]:
-            jc, kc, pitch = _engine._block_chunks(width, jn, kn, tile)
-            assert (jc, kc) == _planner.block_chunks(width, jn, kn, tile), (jn, kn)
+            jc, kc, pitch = _engine._block_chunks(width, jn, kn, tile, in_place)
+            assert (jc, kc) == _planner.block_chunks(width, jn, kn, tile, in_place), (jn, kn)
             assert pitch == _planner.block_pitch(jn * width), jn
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_a_tile_read_in_place_takes_one_line_of_k_a_chunk(width):
+    # Source rows read where they are: from BLOCK_L2_RUN bytes of j (a
+    # segment of exactly that many, or more), a chunk takes one line of each
+    # source row (16 values at least), where the same tile through the
+    # source buffer takes as many lines as fit.
+    run, kn = _planner.BLOCK_L2_RUN // width, 3000
+    for jn in (run, run + 1, 5000):
+        jc, kc = _planner.block_chunks(width, jn, kn, tile=True, in_place=True)
+        assert jc == run
+        assert kc == max(64 // width, 16) == _planner.in_place_chunk_k(width)
+        assert _planner.block_chunks(width, jn, kn, tile=True)[1] > kc
+    # j short of a run: the chunks are cut as before
+    short = run - 16
+    assert (_planner.block_chunks(width, short, kn, tile=True, in_place=True)
+            == _planner.block_chunks(width, short, kn, tile=True))
+
+
+def test_l2_reads_in_place_follows_the_row_stride():
+    assert _planner.l2_reads_in_place(_planner.CLOSE_ROW_BYTES + 1)
+    assert _planner.l2_reads_in_place(10120)
+    assert not _planner.l2_reads_in_place(_planner.CLOSE_ROW_BYTES)
+    assert not _planner.l2_reads_in_place(900)
+    assert not _planner.l2_reads_in_place(3 * 1024)   # a multiple of 1 KiB: copied to the buffer
+
+
+def test_a_block_is_never_read_in_place():
+    with pytest.raises(ValueError):
+        _planner.block_chunks(1, 5000, 3000, tile=False, in_place=True)
+    with pytest.raises(ValueError):
+        _engine._block_chunks(1, 5000, 3000, False, True)
 
 
 def test_a_tile_chunk_takes_long_destination_runs_where_a_block_takes_whole_rows():

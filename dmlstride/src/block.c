@@ -452,7 +452,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     const dmls_rows rows = {s, js, 0, jn, 0}, next_block = {s_next, js, 0, jn, 0};
     int64_t jc, kc, sp, dp, *srows, j, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
-    dmls_block_chunks(w, jn, kn, 0, &jc, &kc);
+    dmls_block_chunks(w, jn, kn, DMLS_CHUNK_BLOCK, &jc, &kc);
     if (arena == NULL || kc == 0)
         return 0;
     sp = dmls_block_pitch(kc * w);

@@ -52,8 +52,9 @@ static inline int64_t dmls_block_pitch(int64_t n) {
    and destination rows of jc must fit their buffer).  The planner
    (block_chunks) mirrors this.
    Source rows of at most DMLS_BLOCK_L2_RUN bytes are taken whole, as many
-   as fit, except in a tile's chunks (tile set) whose source rows are longer
-   than DMLS_TILE_L2_WHOLE_ROW bytes and shorter than its destination rows:
+   as fit, except in a tile's chunks (tile not DMLS_CHUNK_BLOCK) whose
+   source rows are longer than DMLS_TILE_L2_WHOLE_ROW bytes and shorter than
+   its destination rows:
    those take destination runs of DMLS_BLOCK_L2_RUN bytes, and source runs
    of as many lines as fit.  Whole, a 2428 x 4915 uint8 transpose's source
    rows of 607 bytes left destination runs of 448, each of whose first and
@@ -68,6 +69,31 @@ static inline int64_t dmls_block_pitch(int64_t n) {
    0.98x (10, 0.85-1.04x) and keep whole source rows. */
 #define DMLS_BLOCK_L2_RUN 1024
 #define DMLS_TILE_L2_WHOLE_ROW 256
+/* What a chunk is cut for (dmls_block_chunks' tile): a block's, a tile's,
+   or a tile's whose source rows are read where they are rather than copied
+   to the source buffer (rows far apart: see tile.c). */
+enum { DMLS_CHUNK_BLOCK = 0, DMLS_CHUNK_TILE = 1, DMLS_CHUNK_IN_PLACE = 2 };
+/* Such a tile's chunks of DMLS_BLOCK_L2_RUN bytes of j (a whole run) take
+   only this many values of k: one line of each source row, and at least
+   16 values (two lines of 8-byte ones).  With as many lines of k as the
+   destination buffer held (3 to 38: 192 one-byte values, 288 four-byte
+   ones), a chunk's source lines and that buffer filled most of a 512 KiB
+   L2 between them, and its transpose, from cache, ran at two thirds of its
+   speed alone (the same transpose run twice over each chunk cost 0.4 of
+   the whole copy on one thread, a 10120 x 5450 uint8 gather).  In one
+   process on the same buffers, the chunk sizes alternating (2 threads, 5
+   rounds), 2-D transposes of 20-70 MB so planned ran 1.22x faster by
+   geometric mean with one line (6 uint8 ones, 1.14-1.33x), 1.27x (7 int16
+   and float16, 1.07-1.46x), 1.41x (6 uint32 and float32, 1.30-1.52x);
+   float64 ones 1.21x with 16 values (9, 1.09-1.37x), 1.09x with one line; a
+   fresh 26 of every width so chunked 1.19x (0.84-1.42x, 24 faster).  32
+   bytes of one-byte values ran 0.84x, and two lines of one- and two-byte
+   values 1.07x and 1.24x.  Source rows copied to the buffer (closer
+   together, or a multiple of 1 KiB apart) ran 0.92x with one line and keep
+   their chunks. */
+static inline int64_t dmls_in_place_chunk_k(int64_t w) {
+    return 64 / w > 16 ? 64 / w : 16;
+}
 static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t *jc, int64_t *kc) {
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE, e = 64 / w;
     int64_t j = jn, k = kn;
@@ -90,6 +116,8 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile
         if (jn * w > DMLS_BLOCK_L2_RUN) j = DMLS_BLOCK_L2_RUN / w;
         k = (room / j / 64 - 1) * e;            /* j * pitch(k * w) <= room */
         if (k > room / dmls_block_pitch(j * w)) k = room / dmls_block_pitch(j * w);
+        if (tile == DMLS_CHUNK_IN_PLACE && jn * w >= DMLS_BLOCK_L2_RUN && k > dmls_in_place_chunk_k(w))
+            k = dmls_in_place_chunk_k(w);
         k -= k % e;
         if (k > kn) k = kn;
     }

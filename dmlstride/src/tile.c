@@ -133,13 +133,14 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
        1.04-1.28x), rows 1-2 KiB apart 1.22x (16, 1.07-1.36x), and a fresh
        20 of every width 1.14x (0.99-1.24x).  Source rows closer together
        (pixels of an NHWC copy, a 141-column matrix) had measured down to
-       0.67x: those read their rows as runs of the buffer. */
+       0.67x: those read their rows as runs of the buffer.  Chunks read in
+       place take one line of k (DMLS_CHUNK_IN_PLACE, plan.h). */
     const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
     const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     int one_run;
     char *arena = dmls_scratch(), *sb, *db;
-    dmls_block_chunks(w, jn, kn, 1, &jc, &kc);
+    dmls_block_chunks(w, jn, kn, in_place ? DMLS_CHUNK_IN_PLACE : DMLS_CHUNK_TILE, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
     one_run = jc == jn && kds == jn * w && jn % (16 / w) == 0;
     sp = dmls_block_pitch(kc * w);
