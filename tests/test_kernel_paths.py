@@ -261,7 +261,7 @@ def test_transposes_through_l2_read_far_source_rows_in_place(dtype, k, j, thread
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     plan = transfer._plan(desc, "gather").describe()
     assert plan["stream"] and plan["l2"] == "both"
-    assert plan["inner"][1] > _planner.CLOSE_ROW_BYTES and plan["inner"][1] % 1024 != 0
+    assert _planner.l2_reads_in_place(plan["inner"][1])
     _check_column_major_both_ways(desc, k, j)
 
 
