@@ -2400,6 +2400,10 @@ def _row_runs(kgroup, run):
     return runs
 
 
+def _block_bytes(plan):
+    return plan.block.j_elems * plan.block.k_elems * plan.width
+
+
 @pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
 @pytest.mark.parametrize("dtype,sizes,order,op,runs", WHOLE_BLOCKS,
                          ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in WHOLE_BLOCKS])
@@ -2411,7 +2415,7 @@ def test_blocks_whose_rows_make_long_runs_stream_them_whole(dtype, sizes, order,
         assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
         lengths = _row_runs(plan.block.k, plan.block.j_elems * width)
         assert len(lengths) == runs and min(lengths) >= _planner.BLOCK_WHOLE_MIN_BYTES
-        assert plan.block.j_elems * plan.block.k_elems * width <= _planner.BLOCK_L2_BYTES
+        assert _block_bytes(plan) <= _planner.BLOCK_L2_BYTES
 
     with _stream_threshold(0), _isa_level(level):
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
@@ -2431,7 +2435,7 @@ def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, leve
     # runs go out: the copies are the same, block by block.
     def check_plan(plan):
         assert plan.mode == "block" and plan.block.whole and plan.block.next and plan.segments == 1
-        assert 4096 <= plan.block.j_elems * plan.block.k_elems * plan.width <= 65536
+        assert 4096 <= _block_bytes(plan) <= 65536
 
     monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", 0)
     with _stream_threshold(0), _isa_level(level):
@@ -2448,10 +2452,6 @@ def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch, small_w
         monkeypatch.setattr(_planner, "BLOCK_NEXT_MIN_TOTAL", nbytes + 1)
         plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
         assert plan.block.whole and not plan.block.next
-
-
-def _block_bytes(plan):
-    return plan.block.j_elems * plan.block.k_elems * plan.width
 
 
 # Whole blocks of more than 64 KiB (75-92 KiB), two or three a copy.
