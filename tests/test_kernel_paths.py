@@ -564,6 +564,15 @@ def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, thread
         _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
 
 
+def _ragged_band(width, channels, stream):
+    # The pixels a band of the engine's contig_ragged takes (transpose-sse2.c:
+    # whole micro-blocks of a 16 KiB buffer, at most 256 pixels, or 128 for
+    # two-byte and wider values streamed from fewer than 32 planes).
+    n = 16 // width
+    cap = 128 if stream and width >= 2 and channels < 32 else 256
+    return min(cap, 16384 // (channels * width) // n * n)
+
+
 @pytest.mark.parametrize("dtype,sizes", [
     ("int16", (2, 37, 30, 41)), ("float32", (1, 21, 40, 50)), ("float64", (1, 19, 33, 35)),
     ("uint8", (1, 71, 100, 100)), ("uint32", (1, 127, 10, 30)), ("float16", (1, 25, 17, 61)),
@@ -585,9 +594,36 @@ def test_ragged_pixels_straight_to_the_destination_or_in_bands(dtype, sizes, lev
         plan = transfer._plan(desc, "scatter").describe()
         assert plan["mode"] == "tile" and plan["stream"] == stream and plan["tile"][2] == sizes[1] * width
         # a task's pixels fill at least two bands of the 16 KiB buffer
-        row, n = sizes[1] * width, 16 // width
-        assert sizes[1] % n != 0 and sizes[1] > n and plan["tile"][0] >= 2 * min(256, 16384 // row // n * n)
+        n = 16 // width
+        assert sizes[1] % n != 0 and sizes[1] > n and plan["tile"][0] >= 2 * _ragged_band(width, sizes[1], stream)
         values = _random_buffer(math.prod(sizes) * width, sizes[1]).view(ds.numpy_dtype(dtype)).reshape(sizes)
+        with _isa_level(level):
+            _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
+
+
+@pytest.mark.parametrize("dtype,channels,pixels", [
+    ("int16", 9, 1037), ("float16", 31, 1290), ("int16", 33, 5000), ("float32", 13, 389),
+    ("uint32", 31, 647), ("float32", 11, 1201), ("float64", 9, 650), ("float64", 15, 387),
+    ("uint8", 31, 1101),
+], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_few_planes_into_pixels_in_bands_of_128(dtype, channels, pixels, level, threads):
+    # Streaming NCHW to NHWC scatters of fewer than 32 two- to eight-byte
+    # channels (and 33 two-byte ones, and 31 one-byte ones, which keep bands
+    # of 256 pixels): bands of 128 pixels, several a task, the last one
+    # short, pixel counts that are no multiple of a micro-block; guard bytes
+    # around the destination, against numpy.
+    width = np.dtype(dtype).itemsize
+    sizes = (2, channels, 1, pixels)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    band = _ragged_band(width, channels, True)
+    assert (band == 128) == (width >= 2 and channels < 32)
+    with _stream_threshold(0):
+        plan = transfer._plan(desc, "scatter").describe()
+        assert plan["mode"] == "tile" and plan["stream"] and plan["tile"][2] == channels * width
+        assert channels % (16 // width) != 0 and plan["tile"][0] % band != 0
+        assert plan["tile"][0] >= 2 * band or channels * width < 16
+        values = _random_buffer(math.prod(sizes) * width, channels).view(ds.numpy_dtype(dtype)).reshape(sizes)
         with _isa_level(level):
             _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
 
