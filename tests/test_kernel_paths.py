@@ -564,11 +564,15 @@ def test_planes_into_pixels_back_to_back_from_memory(dtype, sizes, level, thread
         _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 64, 5))
 
 
-def _ragged_band(width, channels, stream):
+def _ragged_band(width, channels, stream, long_copy=False):
     # The pixels a band of the engine's contig_ragged takes (transpose-sse2.c:
     # whole micro-blocks of a 16 KiB buffer, at most 256 pixels, or 128 for
-    # two-byte and wider values streamed from fewer than 32 planes).
+    # two-byte and wider values streamed from fewer than 32 planes; 512 of
+    # one-byte values from 33-64 planes streamed in a copy of 24 MiB or more,
+    # in a 32 KiB buffer).
     n = 16 // width
+    if stream and long_copy and width == 1 and 32 < channels <= 64:
+        return min(512, 32768 // channels // n * n)
     cap = 128 if stream and width >= 2 and channels < 32 else 256
     return min(cap, 16384 // (channels * width) // n * n)
 
@@ -624,6 +628,29 @@ def test_few_planes_into_pixels_in_bands_of_128(dtype, channels, pixels, level, 
         assert channels % (16 // width) != 0 and plan["tile"][0] % band != 0
         assert plan["tile"][0] >= 2 * band or channels * width < 16
         values = _random_buffer(math.prod(sizes) * width, channels).view(ds.numpy_dtype(dtype)).reshape(sizes)
+        with _isa_level(level):
+            _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
+
+
+@pytest.mark.parametrize("channels,pixels", [(33, 790001), (47, 560001), (63, 420001), (31, 850001), (65, 410001)],
+                         ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_one_byte_pixels_of_33_to_64_channels_in_long_bands(channels, pixels, level):
+    # Streaming NCHW to NHWC scatters of 24 MiB or more into pixels of 33-63
+    # one-byte channels: bands of 512 pixels through a 32 KiB buffer (31 and
+    # 65 channels, either side of the bounds, keep 256), the last band short
+    # and the pixel count no multiple of a micro-block; guard bytes around
+    # the destination, against numpy.
+    sizes = (1, channels, 1, pixels)
+    desc = ds.BufferTensorDesc.from_layout("uint8", sizes, "NHWC")
+    assert desc.total_tensor_size_in_bytes >= 24 << 20
+    band = _ragged_band(1, channels, True, long_copy=True)
+    assert (band == 512) == (32 < channels <= 64)
+    with _stream_threshold(0):
+        plan = transfer._plan(desc, "scatter").describe()
+        assert plan["mode"] == "tile" and plan["stream"] and plan["tile"][2] == channels and channels % 16 != 0
+        assert plan["tile"][0] >= 3 * band and plan["tile"][0] % band != 0
+        values = _random_buffer(math.prod(sizes), channels).reshape(sizes)
         with _isa_level(level):
             _check_scatter(values, desc, _random_buffer(desc.total_tensor_size_in_bytes + 128, 5), offset=64)
 

@@ -32,8 +32,8 @@ static void narrow_none(int W, const char *s, int64_t sj, char *d, int64_t dk,
     *kdone = 0;
 }
 static void contig_ragged_none(int W, const char *s, int64_t sj, char *d,
-                               int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch) {
-    (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)stream; (void)scratch;
+                               int64_t kn, int64_t jn, int flags, int64_t *kdone, char *scratch) {
+    (void)W; (void)s; (void)sj; (void)d; (void)kn; (void)jn; (void)flags; (void)scratch;
     *kdone = 0;
 }
 static void rows_short_none(int W, const char *s, int64_t sj, char *d, int64_t dk,

@@ -47,6 +47,10 @@ enum {
        take tiles of 256 source rows (the planner's tall_tile_segments). */
     DMLS_TRANSPOSE_TALL = 4
 };
+/* contig_ragged's flags: streaming stores; and a copy of at least
+   DMLS_RAGGED_LONG_MIN_BYTES (tile.c), whose one-byte bands from 33-64
+   source rows are longer (see transpose-sse2.c). */
+enum { DMLS_RAGGED_STREAM = 1, DMLS_RAGGED_LONG = 2 };
 /* A tall tile's source rows (DMLS_TRANSPOSE_TALL). */
 #define DMLS_TALL_TILE_ROWS 256
 /* Source rows at most this many bytes apart (the pixels of an NHWC to NCHW
@@ -102,9 +106,10 @@ typedef struct {
                       int64_t kn, int64_t jn, int64_t *kdone, char *scratch);
     /* Destination rows back to back (dk = jn * W) with jn not a multiple
        of 16 / W (fewer included) and jn * W <= 512, written with streaming
-       stores when stream is set; rows k < *kdone.  scratch: 36 KiB. */
+       stores under DMLS_RAGGED_STREAM; rows k < *kdone.  flags:
+       DMLS_RAGGED_*.  scratch: 56 KiB. */
     void (*contig_ragged)(int W, const char *s, int64_t sj, char *d,
-                          int64_t kn, int64_t jn, int stream, int64_t *kdone, char *scratch);
+                          int64_t kn, int64_t jn, int flags, int64_t *kdone, char *scratch);
     /* Values of W = 1 or 2 bytes, fewer than 16 / W (5 or more worth it)
        per source row (source rows sj >= kn * W apart, destination rows k at
        dk with j contiguous), written with streaming stores when stream is

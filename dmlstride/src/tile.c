@@ -332,6 +332,11 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT;
 }
 
+/* Copies of at least this many bytes give contig_ragged DMLS_RAGGED_LONG
+   (isa.h): their one-byte bands of 33-64 channels are longer (see
+   transpose-sse2.c for what that measured, and the bound). */
+#define DMLS_RAGGED_LONG_MIN_BYTES ((int64_t)24 << 20)
+
 /* Of jn pixels iss bytes apart, each of pixel bytes (pixel <= reach), the
    first ones, a multiple of step, whose reads of reach bytes from their
    start stay within the pixels (deint_k_32 and deint_k_64 read a pixel's
@@ -446,7 +451,10 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                (0.56-1.13x) and keep the band.  In cache, one thread, 21
                uint8 channels went from 6.8 to 12.9 GB/s, 9 uint32 ones
                from 13.2 to 19.0. */
-            dmls_isa.contig_ragged(w, sj, iss, dj, kn, jn, p->stream, &kdone, scratch);
+            dmls_isa.contig_ragged(w, sj, iss, dj, kn, jn,
+                                   (p->stream ? DMLS_RAGGED_STREAM : 0) |
+                                   (p->dst_bytes >= DMLS_RAGGED_LONG_MIN_BYTES ? DMLS_RAGGED_LONG : 0),
+                                   &kdone, scratch);
             jb = jn;
         } else if (p->stream && kds % 64 == 0) {
             /* Line-aligned strips; the columns before the first line
