@@ -1346,13 +1346,15 @@ def test_small_tiles_of_short_source_rows_past_the_last_micro_block(dtype, sizes
                                             ("int16", 5), ("int16", 7)])
 def test_streamed_short_pixels_to_planes_at_every_line_offset(dtype, channels, threads):
     # Streamed, pixels of 5-15 one-byte or 5-7 two-byte channels go to their
-    # planes a chunk of 1024 pixels at a time, whole lines with streaming
-    # stores: a plane's line cut by a chunk's end is held and written whole
-    # with the next chunk's first bytes.  Planes of 1 to 8 chunks and a few
-    # pixels more (one chunk ending a line short, a last chunk shorter than a
-    # line), each plane at another offset within a line, the buffer ending
-    # right after the last pixel; into a fresh output and one filled before.
-    for hw in ((1, 1031), (3, 700), (1, 1024 + 17), (7, 1173), (64, 129), (1, 8192 + 5)):
+    # planes a chunk of 1 KiB of each plane at a time (1024 one-byte pixels,
+    # 512 two-byte ones), whole lines with streaming stores: a plane's line
+    # cut by a chunk's end is held and written whole with the next chunk's
+    # first bytes.  Planes of 1 to 16 chunks and a few pixels more (one chunk
+    # ending a line short, a last chunk shorter than a line), each plane at
+    # another offset within a line, the buffer ending right after the last
+    # pixel; into a fresh output and one filled before.
+    for hw in ((1, 1031), (3, 700), (1, 1024 + 17), (7, 1173), (64, 129), (1, 8192 + 5), (1, 512 + 3),
+               (5, 103)):
         sizes = (3, channels, *hw)
         desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
         raw = _random_buffer(desc.total_tensor_size_in_bytes, channels + hw[1])
