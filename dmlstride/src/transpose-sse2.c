@@ -941,14 +941,15 @@ static inline void prefetch_rows(const char *const *r, int64_t rows, int64_t off
    or more (DMLS_RAGGED_LONG) take bands of DMLS_RAGGED_BYTE_BAND values,
    a buffer of up to 32 KiB.  In one process on the same buffers,
    alternating in a shuffled order (2 threads, 5 rounds), with the old
-   code against itself as a control: 12 unnamed NCHW to NHWC uint8
-   scatters of 33-47 channels and 8-70 MB ran 1.15x faster by geometric
-   mean (0.94-1.29x; control 1.01x), a fresh 20 (12 scatters, 8
-   permutations) 1.07x (0.91-1.24x; control 1.01x), where those of under
-   21 MB measured 0.91-0.99x (8, the L3 holding their source) and those of
-   22 MB or more 1.07-1.29x (26 over the three sets): hence the bound on
-   the size, read off these sets.  Channels 12-27 measured 0.86-0.96x so,
-   65-428 0.71-1.07x, and keep 256. */
+   code against itself as a control: 12 unnamed uint8 copies of 33-47
+   channels (11 NCHW to NHWC scatters, a 5-D permutation) of 14-69 MB ran
+   1.16x faster by geometric mean (0.94-1.29x; control 1.01x), a fresh 20
+   (12 scatters, 8 permutations) 1.07x (0.91-1.24x; control 1.01x).  Over
+   those and 7 more, the 27 of 24 MiB or more ran 1.17x (0.99-1.29x), the
+   4 of 21-24 MB 0.98-1.09x and the 8 of 21 MB or less 0.96x (0.91-1.04x,
+   the L3 holding their source): hence the bound on the size, read off
+   these sets.  Channels 12-27 measured 0.86-0.96x so, 65-428 0.71-1.07x,
+   and keep 256. */
 #define DMLS_RAGGED_BYTE_MAX_ROWS 64
 #define DMLS_RAGGED_BYTE_BAND 512
 /* The values of k of a band of jn source rows of W-byte values (bytes a
