@@ -1096,16 +1096,17 @@ static void dmls_contig_ragged(int W, const char *s, int64_t sj, char *d,
    0.92-1.31x; one of 3.4 MB, below the tile's 4 MiB line for asking
    ahead, 0.93x. */
 #define DMLS_SHORT_TJ 1024
-/* Streamed, two-byte values take tiles of half as many (rows of 1 KiB, as
-   one-byte ones).  In one process on the same buffers, alternating in a
-   shuffled order (2 threads, 5 rounds), with the old code against itself
-   as a control: 6 unnamed NHWC to NCHW gathers and permutations of 13-57
+/* Streamed, a tile holds DMLS_SHORT_TJ_STREAMED_BYTES of each plane: as
+   many one-byte values, half as many two-byte ones.  In one process on the
+   same buffers, alternating in a shuffled order (2 threads, 5 rounds),
+   with the old code against itself as a control: 6 unnamed NHWC to NCHW gathers and permutations of 13-57
    MB so planned ran 1.08x faster by geometric mean (1.01-1.15x), a fresh
    20 of 13-68 MB 1.06x (0.85-1.18x, 17 faster; control 1.01x).  From
    cache (1-8 MB, not streamed) 16 measured 0.98x (0.84-1.02x; control
    1.00x) and keep DMLS_SHORT_TJ; one-byte values with 512 measured 0.96x
    (16, 0.85-1.12x), and all values with 2048 0.91x (22). */
 #define DMLS_SHORT_TJ_STREAMED_BYTES 1024
+typedef char dmls_short_streamed_fits[DMLS_SHORT_TJ_STREAMED_BYTES <= DMLS_SHORT_TJ ? 1 : -1];
 #define DMLS_SHORT_OUT_BYTES 128
 /* its tile of 16 rows of DMLS_SHORT_TJ bytes, a line for each of up to 15
    rows after it (and one spare), and the buffer of 16 rows of 16 bytes */
@@ -1114,7 +1115,7 @@ static void dmls_rows_short(int W, const char *s, int64_t sj, char *d, int64_t d
                             int64_t kn, int64_t jn, int stream, int flags, int64_t *jdone, char *scratch) {
     enum { AHEAD = 4096 };
     const int64_t N = 16 / W;
-    const int64_t TJ = stream && W == 2 ? DMLS_SHORT_TJ_STREAMED_BYTES / W : DMLS_SHORT_TJ;
+    const int64_t TJ = stream ? DMLS_SHORT_TJ_STREAMED_BYTES / W : DMLS_SHORT_TJ;
     char *tile = scratch;                   /* N * TJ * W = 16 * TJ <= 16 * DMLS_SHORT_TJ bytes */
     char *pend = scratch + 16 * DMLS_SHORT_TJ;   /* kn lines, streamed: a line of each row begun by the chunk before */
     const char *end = s + (jn - 1) * sj + kn * W;   /* past the last row's values */
