@@ -1511,6 +1511,22 @@ SPLIT_MIN_ROOM = 8
 #: 0.66-2.68x): a J that got shorter (1741 to 358, 400 to 200) measured
 #: 0.70x and 0.92x, short Js 0.66-1.43x, so those keep their plans.
 SPLIT_SHORT_BLOCK_BYTES = 64
+#: ... and so is one whose runs are short on both sides: J (destination
+#: runs) under SPLIT_SHORT_J_BYTES and K under SPLIT_SHORT_JK_BYTES, where
+#: a dimension with no divisor that fits stops K (a uint8 block of 220 x 78
+#: values beside 274 = 2 x 137, at 0.37 of the memcpy limit; cut at 260,
+#: a K of 1014, 1.42x faster).  Each of its tasks wrote K destination rows of a few lines
+#: in place and read as many short source runs.  In one process on the
+#: same buffers, alternating (2 threads, 5 rounds): 30 unnamed 5-D and 6-D
+#: permutations of 8-70 MB cut wherever K was under 4 KiB ran 1.07x by
+#: geometric mean (0.65-1.57x), those of J under 256 bytes 1.23x (14,
+#: 0.96-1.57x), the others 0.94x; a fresh 25 cut where J was under 256
+#: bytes 1.15x (0.75-1.98x), those of K under 512 bytes 1.30x (15,
+#: 0.91-1.98x), the others 0.95x (a K of 854 bytes 0.75x).  With both
+#: bounds, a fresh 21 ran 1.25x (0.82-2.04x, 15 faster).  About one in 230
+#: of the unnamed benchmark's draws is so cut.
+SPLIT_SHORT_J_BYTES = 256
+SPLIT_SHORT_JK_BYTES = 512
 #: Where no other dimension stops a group, the destination's fastest one
 #: (J's first) is cut the same way when it does not fit J's room and its
 #: largest divisor that does is at most half of it (24441 = 3 x 8147 beside
@@ -1598,7 +1614,9 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
         return None
     # (A plan element by element is cut at any size; see SPLIT_FOR_BLOCKS.)
     short_block = (main.mode == "block" and main.dst_bytes >= SPLIT_MIN_BYTES
-                   and main.block.k_elems * width < SPLIT_SHORT_BLOCK_BYTES)
+                   and (main.block.k_elems * width < SPLIT_SHORT_BLOCK_BYTES
+                        or (main.block.j_elems * width < SPLIT_SHORT_J_BYTES
+                            and main.block.k_elems * width < SPLIT_SHORT_JK_BYTES)))
     if main.mode != "strided" and not short_block and (
             main.mode != "tile" or main.tile is None or main.dst_bytes < SPLIT_MIN_BYTES
             or min(main.inner[0], main.tile[0]) * width >= SPLIT_TILE_SIDE_BYTES):

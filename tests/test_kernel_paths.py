@@ -5631,9 +5631,35 @@ def test_blocks_of_short_source_runs_cut_in_two(dtype, sizes, order, op, threads
     plan, _ = _copy_plan(dtype, sizes, order, op)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_planner, "SPLIT_SHORT_BLOCK_BYTES", 0)
+        mp.setattr(_planner, "SPLIT_SHORT_J_BYTES", 0)
         whole, _ = _copy_plan(dtype, sizes, order, op)
     assert whole.rest is None and whole.main.mode == "block"
     assert whole.main.block.k_elems * whole.main.width < _planner.SPLIT_SHORT_BLOCK_BYTES
+    assert plan.main.block.k_elems > whole.main.block.k_elems
+    assert plan.main.block.j_elems >= whole.main.block.j_elems
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (53, 1, 1, 175, 6), (1, 2, 4, 3, 0), "scatter"),          # 53 x 210 -> 53 x 1020
+    ("uint8", (62, 1, 67, 2, 52), (1, 4, 2, 3, 0), "scatter"),          # the rest a tile
+    ("int16", (2, 1, 1, 47, 22, 30), (5, 2, 1, 3, 0, 4), "gather"),     # 30 x 44 -> 30 x 1012
+    ("float16", (2, 2, 23, 13, 4, 23), (3, 0, 4, 1, 5, 2), "scatter"),
+    ("uint32", (3, 29, 1, 1, 12, 61), (3, 5, 2, 1, 0, 4), "gather"),    # 61 x 36 -> 61 x 1008
+])
+def test_blocks_of_short_runs_on_both_sides_cut_in_two(dtype, sizes, order, op, threads, cut_small_copies):
+    # Blocks whose J (destination runs) is under SPLIT_SHORT_J_BYTES and
+    # whose K is under SPLIT_SHORT_JK_BYTES, though not under
+    # SPLIT_SHORT_BLOCK_BYTES, are cut where a dimension stops K short: the
+    # first part's K longer, its J as long.  Both parts against numpy.
+    plan, _ = _copy_plan(dtype, sizes, order, op)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_SHORT_J_BYTES", 0)
+        whole, _ = _copy_plan(dtype, sizes, order, op)
+    assert whole.rest is None and whole.main.mode == "block"
+    w = whole.main.width
+    assert whole.main.block.j_elems * w < _planner.SPLIT_SHORT_J_BYTES
+    assert _planner.SPLIT_SHORT_BLOCK_BYTES <= whole.main.block.k_elems * w < _planner.SPLIT_SHORT_JK_BYTES
     assert plan.main.block.k_elems > whole.main.block.k_elems
     assert plan.main.block.j_elems >= whole.main.block.j_elems
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
