@@ -277,9 +277,10 @@ cdef class Plan:
 
 def _block_chunks(int64_t width, int64_t jn, int64_t kn, bint tile=False, bint in_place=False):
     """(values of j, values of k) per L2 chunk of a jn x kn block of
-    ``width``-byte values (of a tile's values of j by k when ``tile``, one
-    whose source rows are read in place when ``in_place`` too), and the row
-    pitch of a buffer for rows of jn values, as the kernels compute them.
+    ``width``-byte values (of a tile's values of j by k when ``tile``; of
+    one whose source rows are read in place when ``in_place``: a tile's so
+    read, or a block's through both buffers), and the row pitch of a buffer
+    for rows of jn values, as the kernels compute them.
 
     Private: lets the tests hold the planner's copies of these
     (``_planner.block_chunks``, ``_planner.block_pitch``) to the kernels'.
@@ -288,9 +289,10 @@ def _block_chunks(int64_t width, int64_t jn, int64_t kn, bint tile=False, bint i
     if width not in (1, 2, 4, 8) or jn < 0 or kn < 0 or jn > (1 << 40) or kn > (1 << 40):
         raise ValueError("width must be 1, 2, 4 or 8 and jn, kn in [0, 2**40]")
     if in_place and not tile:
-        raise ValueError("only a tile's source rows are read in place")
-    dmls_block_chunks(width, jn, kn, (DMLS_CHUNK_IN_PLACE if in_place else DMLS_CHUNK_TILE) if tile
-                      else DMLS_CHUNK_BLOCK, &jc, &kc)
+        dmls_block_in_place_chunks(width, jn, kn, &jc, &kc)
+    else:
+        dmls_block_chunks(width, jn, kn, (DMLS_CHUNK_IN_PLACE if in_place else DMLS_CHUNK_TILE) if tile
+                          else DMLS_CHUNK_BLOCK, &jc, &kc)
     return jc, kc, dmls_block_pitch(jn * width)
 
 

@@ -803,16 +803,20 @@ def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
     side's dmls_block_chunks; a tile's when ``tile``, one whose source rows
     are read where they are when ``in_place`` as well, see
-    l2_reads_in_place): the whole block when both buffers (and the row
+    l2_reads_in_place; a block's read in place, below): the whole block when both buffers (and the row
     table) hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
     whole lines as fit on the other; (0, 0) when not even 16 bytes do.
     Source rows of up to BLOCK_L2_RUN bytes are taken whole, except a
     tile's longer than TILE_L2_WHOLE_ROW bytes and shorter than its
     destination rows (see plan.h).  A tile read in place whose j reaches
-    BLOCK_L2_RUN bytes takes at most in_place_chunk_k values of k."""
+    BLOCK_L2_RUN bytes takes at most in_place_chunk_k values of k; a block
+    read in place (``in_place`` but not ``tile``: one through both
+    buffers, the C side's dmls_block_in_place_chunks) takes a tile's chunks
+    so read, of at most in_place_chunk_k values of k whatever its j."""
     if in_place and not tile:
-        raise ValueError("only a tile's source rows are read in place")
+        j, k = block_chunks(width, jtot, ktot, tile=True, in_place=True)
+        return j, min(k, in_place_chunk_k(width))
     room, e = BLOCK_L2_ROOM, 64 // width
     if (jtot <= BLOCK_L2_ROWS and jtot * block_pitch(ktot * width) <= room
             and ktot * block_pitch(jtot * width) <= room):
@@ -3149,7 +3153,7 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if not m.l2:
         return 0, 0
     if m.block is not None:
-        return block_chunks(m.width, m.block.j_elems, m.block.k_elems)
+        return block_chunks(m.width, m.block.j_elems, m.block.k_elems, in_place=m.l2 == 2)
     assert m.tile is not None
     return block_chunks(m.width, m.segment_len, task_k(m), tile=True, in_place=l2_reads_in_place(m.inner[1]))
 

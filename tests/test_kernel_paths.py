@@ -4653,6 +4653,35 @@ def test_streaming_block_cases_reach_l2_chunks(streaming):
     assert any(s == (2, 3, 11, 19, 17, 40) for s, _, _ in chunked)
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("float64", (2, 9, 2, 83, 3), (4, 3, 0, 1, 2), "gather"),          # J 249 x K 36
+    ("float32", (1, 1, 268, 2, 394), (0, 1, 4, 3, 2), "gather"),       # J 394, chunks of 256
+    ("uint32", (1291, 1, 1, 17, 5), (2, 1, 4, 3, 0), "scatter"),       # J 1291, chunks of 256
+    ("int16", (77, 1, 2, 2, 122, 1), (1, 4, 3, 5, 0, 2), "scatter"),   # J 154 x K 244
+    ("uint8", (19, 43, 2, 3, 61), (3, 2, 4, 0, 1), "scatter"),         # J 817 x K 366
+    ("uint8", (1, 1, 249, 1, 2, 887), (0, 3, 1, 5, 4, 2), "scatter"),  # rows 887 bytes apart
+])
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+def test_blocks_through_both_buffers_read_their_rows_in_place(dtype, sizes, order, op, level, streaming,
+                                                              threads):
+    # A block through both L2 buffers transposes each chunk from its source
+    # rows where they are, a line of k at a time (16 values at least): k
+    # ragged against the chunk, j past a micro-block's multiple, rows close
+    # together and far apart, at every instruction set level; gathered and
+    # scattered (guard bytes past the end) against numpy.
+    w = np.dtype(dtype).itemsize
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    with _isa_level(level):
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "block" and plan["l2"] == "both" and plan["rest"] is None
+        j = math.prod(n for n, _ in plan["block"]["j"])
+        k = math.prod(n for n, _ in plan["block"]["k"])
+        jc, kc = plan["l2_chunk"]
+        assert kc == _planner.in_place_chunk_k(w) < k and k % kc != 0 and j % (16 // w) != 0
+        assert 0 < jc <= j
+        _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, no_whole_blocks, threads, monkeypatch):
     # A fresh output takes ordinary stores, a reused one streaming stores;

@@ -37,16 +37,16 @@ def test_c_limits_agree_with_python():
     assert _planner.SLAB_BYTES <= _engine.SLAB_BYTES   # a slab fits the thread's buffer
 
 
-@pytest.mark.parametrize("tile, in_place", [(False, False), (True, False), (True, True)],
-                         ids=["block", "tile", "tile-in-place"])
+@pytest.mark.parametrize("tile, in_place", [(False, False), (True, False), (True, True), (False, True)],
+                         ids=["block", "tile", "tile-in-place", "block-in-place"])
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
 def test_block_chunks_agree_with_the_kernels(width, tile, in_place):
     # The planner's copies of the kernels' L2 chunking and buffer pitch
     # decide which blocks go through L2 and at what cost: over J and K from
     # 1 to 4096 (every length up to 160, then steps that hit multiples of
     # lines and of 4 KiB pitches and the odd lengths beside them), both
-    # must give the same chunks and the same pitch, a block's and a tile's
-    # (read in place or through the source buffer).
+    # must give the same chunks and the same pitch, a block's and a tile's,
+    # read in place or through the source buffer.
     lengths = sorted(set(range(1, 161)) | {n + d for n in range(192, 4097, 64) for d in (-1, 0, 1)})
     for jn in lengths:
         for kn in lengths[::7]:
@@ -81,11 +81,20 @@ def test_l2_reads_in_place_follows_the_row_stride():
     assert not _planner.l2_reads_in_place(3 * 1024)   # a multiple of 1 KiB: copied to the buffer
 
 
-def test_a_block_is_never_read_in_place():
-    with pytest.raises(ValueError):
-        _planner.block_chunks(1, 5000, 3000, tile=False, in_place=True)
-    with pytest.raises(ValueError):
-        _engine._block_chunks(1, 5000, 3000, False, True)
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_a_block_read_in_place_takes_one_line_of_k_a_chunk(width):
+    # A block through both buffers reads its source rows where they are, in
+    # a tile's chunks so read with at most one line of k (16 values at
+    # least), however short its j: where the block's own chunks take whole
+    # rows of k or as many lines as fit.
+    line = _planner.in_place_chunk_k(width)
+    run = _planner.BLOCK_L2_RUN // width
+    for jn, kn in ((5000, 3000), (run, 3000), (run - 16, 3000), (300, 288), (40, 2000), (3000, 40)):
+        jc, kc = _planner.block_chunks(width, jn, kn, in_place=True)
+        tj, tk = _planner.block_chunks(width, jn, kn, tile=True, in_place=True)
+        assert (jc, kc) == (tj, min(tk, line))
+        assert 0 < kc <= min(line, kn) and 0 < jc <= jn
+        assert kc < _planner.block_chunks(width, jn, kn)[1] or kn <= line
 
 
 def test_a_tile_chunk_takes_long_destination_runs_where_a_block_takes_whole_rows():

@@ -436,45 +436,56 @@ typedef char dmls_block_run_stage_fits[DMLS_BLOCK_TABLES + DMLS_RUN_TILE_STAGE <
 /* The arena's block buffers hold what the chunks need. */
 typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BYTES ? 1 : -1];
 
-/* The block through L2 (p->l2, see plan.h), in chunks of jc x kc
-   (dmls_block_chunks): each source row's piece of the chunk,
-   js[j] + k0 * w, is copied to a row of a buffer, one row after another;
-   the chunk is transposed from there either straight to the destination
-   (SOURCE) or into a second buffer whose rows are then written to
-   d + kd[k] + j0 * w one after another, with streaming stores when
-   p->stream (BOTH).  Returns 0, having touched nothing, when not even a
-   chunk of one micro-block fits (the caller copies the block without the
-   buffers). */
+/* The block through L2 (p->l2, see plan.h), in chunks of jc x kc.
+   SOURCE (dmls_block_chunks): each source row's piece of the chunk,
+   js[j] + k0 * w, is copied to a row of a buffer, one row after another,
+   and the chunk transposed from there straight to the destination.  BOTH
+   (dmls_block_in_place_chunks, one line of k): the chunk is transposed
+   from the source rows where they are into a second buffer, whose rows
+   are then written to d + kd[k] + j0 * w one after another, with
+   streaming stores when p->stream.  Returns 0, having touched nothing,
+   when not even a chunk of one micro-block fits (the caller copies the
+   block without the buffers). */
+/* (a BOTH chunk's rows of k in the destination buffer: its row table) */
+typedef char dmls_block_in_place_rows_fit[64 <= DMLS_BLOCK_L2_ROWS ? 1 : -1];
 static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
                             const int64_t *kd, const char *s_next, char *tiles) {
     const int64_t w = p->width, kn = p->kgroup.elems;
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE;
     const dmls_rows rows = {s, js, 0, jn, 0}, next_block = {s_next, js, 0, jn, 0};
-    int64_t jc, kc, sp, dp, *srows, j, j0, k0, nj, n;
+    int64_t jc, kc, sp, dp, *srows, *drows, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
-    dmls_block_chunks(w, jn, kn, DMLS_CHUNK_BLOCK, &jc, &kc);
+    if (p->l2 == DMLS_L2_SOURCE)
+        dmls_block_chunks(w, jn, kn, DMLS_CHUNK_BLOCK, &jc, &kc);
+    else
+        dmls_block_in_place_chunks(w, jn, kn, &jc, &kc);
     if (arena == NULL || kc == 0)
         return 0;
     sp = dmls_block_pitch(kc * w);
     dp = dmls_block_pitch(jc * w);
     sb = arena + DMLS_SCRATCH_BLOCK_SRC;
     db = arena + DMLS_SCRATCH_BLOCK_DST;
+    /* the block kernel's row tables, in each buffer's room past its rows */
     srows = (int64_t *)(sb + room);
-    if (p->l2 == DMLS_L2_SOURCE)    /* the block kernel's row table (BOTH needs none) */
+    drows = (int64_t *)(db + room);
+    if (p->l2 == DMLS_L2_SOURCE)
         for (j = 0; j < jc; j++) srows[j] = j * sp;
+    else
+        for (k = 0; k < kc; k++) drows[k] = k * dp;
     for (j0 = 0; j0 < jn; j0 += jc) {
         nj = jn - j0 < jc ? jn - j0 : jc;
         for (k0 = 0; k0 < kn; k0 += kc) {
             /* (see dmls_rows_from_l2; the next block's J starts at the same table) */
             const dmls_rows next = dmls_next_chunk(&rows, w, jn, kn, jc, kc, j0, k0, s_next ? &next_block : NULL);
             n = kn - k0 < kc ? kn - k0 : kc;
-            dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
             if (p->l2 == DMLS_L2_SOURCE) {
+                dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
                                 p->block_lines, 0, DMLS_ASK_DST_ROWS, tiles, NULL, NULL);
                 continue;
             }
-            dmls_transpose_plain(p->width, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, tiles);
+            block_transpose(p->width, s + k0 * w, js + j0, nj, db, drows, n, p->block_stage_src, 0,
+                            p->block_lines, 0, 0, tiles, NULL, NULL);
             dmls_rows_from_l2(d + j0 * w, kd + k0, 0, db, dp, n, nj * w,
                               p->stream && dmls_isa.level >= DMLS_ISA_SSE2, &next);
         }
