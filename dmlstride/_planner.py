@@ -1047,6 +1047,25 @@ BLOCK_WHOLE_MIN_RUNS = 48
 #: Whether blocks are ever streamed whole (takes_whole); off, they keep their
 #: rows in place or go through the L2 buffers.
 WHOLE_BLOCKS = True
+#: ... except blocks of values of at most BLOCK_L2_OVER_WHOLE_WIDTH bytes
+#: with at least BLOCK_L2_OVER_WHOLE_MIN_J values of j that would go through
+#: both L2 buffers (block_l2_path 2), their rows off line boundaries (rows
+#: on them keep BLOCK_WHOLE_LINE_ROW_BYTES' rule): those take the buffers,
+#: since those read their source rows where they are (plan.h's
+#: dmls_block_in_place_chunks).  In one process on the same buffers,
+#: alternating (2 threads, 5 rounds), 14 unnamed 5-D and 6-D permutations
+#: of 28-63 MB whose blocks could take both buffers (13 of them streamed
+#: whole) ran there 1.13x faster by geometric mean (0.74-2.04x) with whole
+#: blocks off: one- and two-byte values
+#: 1.02-2.04x (9), four- and eight-byte ones 0.74-0.92x (5); a fresh 18
+#: of one- and two-byte values 1.09x (0.74-1.64x), all four of those under
+#: 0.9x two-byte blocks of 129-141 values of j, those of 179 or more
+#: 1.04-1.64x.  With both bounds, a fresh 24 ran 1.14x (0.81-1.38x, 20
+#: faster); rows on line boundaries were then left to their own rule (the
+#: tests' line-aligned blocks), which took out that set's three slowest
+#: (0.81-0.96x): the 21 this rule changes ran 1.19x (1.00-1.38x).
+BLOCK_L2_OVER_WHOLE_WIDTH = 2
+BLOCK_L2_OVER_WHOLE_MIN_J = 160
 #: Blocks are streamed whole in copies of at least this many eighths of
 #: stream_min_total: the transposes' streaming bound (12 MiB), but 16 MiB on
 #: a machine with a small L3 (SMALL_L3), where blocks of 12-16 MiB ran
@@ -1205,7 +1224,10 @@ def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: 
     BLOCK_WHOLE_LINE_ROW_BYTES), is transposed whole into the L2 destination buffer
     and streamed out a run at a time (BLOCK_WHOLE_MIN_BYTES,
     BLOCK_WHOLE_ROW_BYTES, BLOCK_WHOLE_MIN_RUNS).  Where the block could
-    also go through both L2 buffers (block_l2_path), whole wins: in one
+    also go through both L2 buffers (block_l2_path), whole won when those
+    copied the source rows to the first buffer (since they read them where
+    they are, narrow blocks with a long J take them instead:
+    BLOCK_L2_OVER_WHOLE_WIDTH): in one
     process on the same buffers, alternating in a shuffled order (2
     threads, 5 rounds), with the old plan against itself as a control
     (1.00x, 1.01x), 20 unnamed 5-D and 6-D permutations of 21-63 MB whose
@@ -1436,7 +1458,9 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     # Whole blocks joined along the innermost outer dimension (block_join)
     # where that takes them.
     l2 = 0 if in_place else block_l2_path(jtot, ktot, width, kgroup, dst_bytes, l2_min)
-    may_whole = share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
+    may_whole = (share == jtot and (not stream or (l2 > 0 and jtot * width >= BLOCK_WHOLE_LINE_ROW_BYTES))
+                 and not (l2 == 2 and not stream and width <= BLOCK_L2_OVER_WHOLE_WIDTH
+                          and jtot >= BLOCK_L2_OVER_WHOLE_MIN_J))
     join = block_join(dims, kgroup, jtot, ktot, width, dst_bytes) if may_whole else 0
     if join and not takes_whole(kgroup, jtot, ktot, width, dst_bytes, join):
         join = 0

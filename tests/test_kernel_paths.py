@@ -2783,7 +2783,9 @@ def _is_whole_or_l2(plan, whole):
 
 
 # Blocks that both L2 buffers would take (block_l2_path 2) but that stream
-# whole: rows of one run, of many, and runs of several rows back to back.
+# whole: rows of one run, of many, and runs of several rows back to back
+# (the one- and two-byte ones only with BLOCK_L2_OVER_WHOLE_WIDTH off: they
+# have BLOCK_L2_OVER_WHOLE_MIN_J values of j or more, see L2_OVER_WHOLE).
 WHOLE_OVER_L2 = [
     ("float32", (19, 24, 4, 5, 21), (4, 0, 3, 1, 2), "gather"),
     ("float64", (21, 5, 17, 9, 4), (3, 4, 1, 2, 0), "scatter"),
@@ -2802,11 +2804,42 @@ def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, or
                                                                  monkeypatch):
     # With streaming from 0 bytes, whole and, with whole blocks off, through
     # both L2 buffers.
+    monkeypatch.setattr(_planner, "BLOCK_L2_OVER_WHOLE_WIDTH", 0)
     with _stream_threshold(0), _isa_level(level):
         for whole in (True, False):
             monkeypatch.setattr(_planner, "WHOLE_BLOCKS", whole)
             _engine._set_stream_min_total(0)   # drops the plans held by descriptor
             _gather_and_scatter(dtype, sizes, order, op, lambda plan, whole=whole: _is_whole_or_l2(plan, whole))
+    monkeypatch.undo()
+
+
+# One- and two-byte blocks that both L2 buffers would take and that would
+# stream whole (WHOLE_OVER_L2's): those with BLOCK_L2_OVER_WHOLE_MIN_J
+# values of j or more take the buffers (J of 170-330 values), those with
+# fewer stream whole (135 and 147).  (dtype, sizes, order, op, takes L2)
+L2_OVER_WHOLE = [(*c, True) for c in WHOLE_OVER_L2 if np.dtype(c[0]).itemsize <= 2] + [
+    ("int16", (7, 21, 11, 12, 13), (3, 4, 2, 1, 0), "scatter", False),
+    ("int16", (5, 14, 24, 9, 15), (4, 0, 3, 1, 2), "gather", False),
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,l2", L2_OVER_WHOLE, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in L2_OVER_WHOLE])
+def test_narrow_blocks_with_a_long_j_take_both_buffers_over_whole(dtype, sizes, order, op, l2, level, threads,
+                                                                  monkeypatch):
+    # With streaming from 0 bytes: through both L2 buffers where J is long
+    # enough, else whole; with the rule off (BLOCK_L2_OVER_WHOLE_WIDTH 0),
+    # whole.  Gathered and scattered against numpy each way.
+    def check_plan(plan, l2):
+        assert plan.mode == "block" and plan.width <= _planner.BLOCK_L2_OVER_WHOLE_WIDTH
+        assert (plan.block.j_elems >= _planner.BLOCK_L2_OVER_WHOLE_MIN_J) == l2
+        _is_whole_or_l2(plan, not l2)
+
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, lambda plan: check_plan(plan, l2))
+        monkeypatch.setattr(_planner, "BLOCK_L2_OVER_WHOLE_WIDTH", 0)
+        _engine._set_stream_min_total(0)   # drops the plans held by descriptor
+        _gather_and_scatter(dtype, sizes, order, op, lambda plan: _is_whole_or_l2(plan, True))
     monkeypatch.undo()
 
 
