@@ -803,8 +803,8 @@ def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
     side's dmls_block_chunks; a tile's when ``tile``, one whose source rows
     are read where they are when ``in_place`` as well, see
-    l2_reads_in_place; a block's read in place, below): the whole block when both buffers (and the row
-    table) hold it;
+    l2_reads_in_place; a block's read in place, below): the whole block
+    when both buffers (and the row table) hold it;
     else runs of about BLOCK_L2_RUN bytes on the longer side and as many
     whole lines as fit on the other; (0, 0) when not even 16 bytes do.
     Source rows of up to BLOCK_L2_RUN bytes are taken whole, except a
@@ -1056,8 +1056,8 @@ WHOLE_BLOCKS = True
 #: alternating (2 threads, 5 rounds), 14 unnamed 5-D and 6-D permutations
 #: of 28-63 MB whose blocks could take both buffers (13 of them streamed
 #: whole) ran there 1.13x faster by geometric mean (0.74-2.04x) with whole
-#: blocks off: one- and two-byte values
-#: 1.02-2.04x (9), four- and eight-byte ones 0.74-0.92x (5); a fresh 18
+#: blocks off: one- and two-byte values 1.02-2.04x (9), four- and
+#: eight-byte ones 0.74-0.92x (5); a fresh 18
 #: of one- and two-byte values 1.09x (0.74-1.64x), all four of those under
 #: 0.9x two-byte blocks of 129-141 values of j, those of 179 or more
 #: 1.04-1.64x.  With both bounds, a fresh 24 ran 1.14x (0.81-1.38x, 20
@@ -1540,19 +1540,19 @@ SPLIT_MIN_ROOM = 8
 #: 0.70x and 0.92x, short Js 0.66-1.43x, so those keep their plans.
 SPLIT_SHORT_BLOCK_BYTES = 64
 #: ... and so is one whose runs are short on both sides: J (destination
-#: runs) under SPLIT_SHORT_J_BYTES and K under SPLIT_SHORT_JK_BYTES, where
-#: a dimension with no divisor that fits stops K (a uint8 block of 220 x 78
-#: values beside 274 = 2 x 137, at 0.37 of the memcpy limit; cut at 260,
-#: a K of 1014, 1.42x faster).  Each of its tasks wrote K destination rows of a few lines
-#: in place and read as many short source runs.  In one process on the
-#: same buffers, alternating (2 threads, 5 rounds): 30 unnamed 5-D and 6-D
-#: permutations of 8-70 MB cut wherever K was under 4 KiB ran 1.07x by
+#: runs) under SPLIT_SHORT_J_BYTES and K under SPLIT_SHORT_JK_BYTES, where a
+#: dimension with no divisor that fits stops K (a uint8 block of 220 x 78
+#: values beside 274 = 2 x 137, at 0.37 of the memcpy limit; cut at 260, a K
+#: of 1014, 1.42x faster).  Each of its tasks wrote K destination rows of a
+#: few lines in place and read as many short source runs.  In one process on
+#: the same buffers, alternating (2 threads, 5 rounds): 30 unnamed 5-D and
+#: 6-D permutations of 8-70 MB cut wherever K was under 4 KiB ran 1.07x by
 #: geometric mean (0.65-1.57x), those of J under 256 bytes 1.23x (14,
-#: 0.96-1.57x), the others 0.94x; a fresh 25 cut where J was under 256
-#: bytes 1.15x (0.75-1.98x), those of K under 512 bytes 1.30x (15,
-#: 0.91-1.98x), the others 0.95x (a K of 854 bytes 0.75x).  With both
-#: bounds, a fresh 21 ran 1.25x (0.82-2.04x, 15 faster).  About one in 230
-#: of the unnamed benchmark's draws is so cut.
+#: 0.96-1.57x), the others 0.94x; a fresh 25 cut where J was under 256 bytes
+#: 1.15x (0.75-1.98x), those of K under 512 bytes 1.30x (15, 0.91-1.98x),
+#: the others 0.95x (a K of 854 bytes 0.75x).  With both bounds, a fresh 21
+#: ran 1.25x (0.82-2.04x, 15 faster).  About one in 230 of the unnamed
+#: benchmark's draws is so cut.
 SPLIT_SHORT_J_BYTES = 256
 SPLIT_SHORT_JK_BYTES = 512
 #: Where no other dimension stops a group, the destination's fastest one

@@ -446,7 +446,8 @@ typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BY
    streaming stores when p->stream.  Returns 0, having touched nothing,
    when not even a chunk of one micro-block fits (the caller copies the
    block without the buffers). */
-/* (a BOTH chunk's rows of k in the destination buffer: its row table) */
+/* (a BOTH chunk's rows of k, at most dmls_in_place_chunk_k(1) = 64, have
+   their table in the destination buffer's room for DMLS_BLOCK_L2_ROWS) */
 typedef char dmls_block_in_place_rows_fit[64 <= DMLS_BLOCK_L2_ROWS ? 1 : -1];
 static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
                             const int64_t *kd, const char *s_next, char *tiles) {
