@@ -2815,7 +2815,7 @@ def test_blocks_stream_whole_rather_than_through_the_l2_buffers(dtype, sizes, or
 
 # One- and two-byte blocks that both L2 buffers would take and that would
 # stream whole (WHOLE_OVER_L2's): those with BLOCK_L2_OVER_WHOLE_MIN_J
-# values of j or more take the buffers (J of 170-330 values), those with
+# values of j or more take the buffers (J of 170-756 values), those with
 # fewer stream whole (135 and 147).  (dtype, sizes, order, op, takes L2)
 L2_OVER_WHOLE = [(*c, True) for c in WHOLE_OVER_L2 if np.dtype(c[0]).itemsize <= 2] + [
     ("int16", (7, 21, 11, 12, 13), (3, 4, 2, 1, 0), "scatter", False),
