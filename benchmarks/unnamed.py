@@ -101,6 +101,29 @@ def build_rows(family: str, seed: int, count: int, lo_mb: float, hi_mb: float) -
 JUDGED_MB = 8
 
 
+#: Cases of at most this many bytes a side are reported apart (summary): their source and
+#: destination together fit a 32 MiB L3, from which the memcpy limit reads and writes them
+#: up to three times as fast as from memory, and a transpose gains less than that.
+IN_CACHE_BYTES = 16 << 20
+
+
+def _band(label: str, results: list[R.Result]) -> str:
+    """``label`` with the geometric mean and the lowest fraction of the limit of ``results``."""
+    if not results:
+        return f"none {label}"
+    low = min(results, key=lambda r: r.of_limit)
+    return (f"{len(results)} {label}: geometric mean {C.geometric_mean([r.of_limit for r in results]):.2f}, "
+            f"lowest {low.of_limit:.2f}")
+
+
+def size_bands(timed: list[R.Result]) -> str:
+    """A line on the cases of at most IN_CACHE_BYTES a side and on the larger ones apart."""
+    mib = IN_CACHE_BYTES >> 20
+    small = [r for r in timed if r.row.bytes_moved <= IN_CACHE_BYTES]
+    large = [r for r in timed if r.row.bytes_moved > IN_CACHE_BYTES]
+    return f"by size: {_band(f'of at most {mib} MiB a side', small)}; {_band(f'over {mib} MiB', large)}"
+
+
 def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -> tuple[list[str], bool]:
     """Lines on the geometric mean and the lowest figures, and whether the targets are met."""
     timed = [r for r in results if r.timed]
@@ -109,6 +132,7 @@ def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -
     low = min(timed, key=lambda r: r.of_limit)
     lines = [f"{len(timed)} cases: geometric mean {C.geometric_mean([r.of_limit for r in timed]):.2f} of the "
              f"limit, lowest {low.of_limit:.2f} ({low.row.name})"]
+    lines.append(size_bands(timed))
     for peer in peers:
         ratios = [(r.vs(peer.key), r) for r in timed if r.vs(peer.key) is not None]
         if ratios:

@@ -254,7 +254,27 @@ def test_unnamed_small_run_checks_and_summarises() -> None:
     assert re.search(r"^2 cases: geometric mean [0-9.]+ of the limit, lowest [0-9.]+ \((gather|scatter)/",
                      proc.stdout, re.M), proc.stdout
     assert "not judged" in proc.stdout  # sizes that run from cache get no verdict
+    # both cases are small: all in the first size band, none in the second
+    assert re.search(r"^by size: 2 of at most 16 MiB a side: geometric mean [0-9.]+, lowest [0-9.]+; "
+                     r"none over 16 MiB$", proc.stdout, re.M), proc.stdout
     assert "correctness check failed" not in proc.stderr
+
+
+def test_unnamed_reports_cases_that_fit_the_cache_apart() -> None:
+    proc = _python(textwrap.dedent("""
+        from types import SimpleNamespace as NS
+        import unnamed
+        def case(mib, of_limit):
+            return NS(row=NS(bytes_moved=int(mib * (1 << 20))), of_limit=of_limit)
+        print(unnamed.size_bands([case(9, 0.5), case(16, 0.2), case(16.5, 0.9), case(60, 0.4)]))
+        print(unnamed.size_bands([case(40, 0.81)]))
+    """))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    small, large = proc.stdout.splitlines()
+    # 16 MiB a side is the last size in the first band; sqrt(0.5 * 0.2) = 0.32, sqrt(0.9 * 0.4) = 0.60
+    assert small == ("by size: 2 of at most 16 MiB a side: geometric mean 0.32, lowest 0.20; "
+                     "2 over 16 MiB: geometric mean 0.60, lowest 0.40")
+    assert large == "by size: none of at most 16 MiB a side; 1 over 16 MiB: geometric mean 0.81, lowest 0.81"
 
 
 def test_unnamed_refuses_bad_options() -> None:
