@@ -270,11 +270,11 @@ def test_unnamed_reports_cases_that_fit_the_cache_apart() -> None:
         print(unnamed.size_bands([case(40, 0.81)]))
     """))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    small, large = proc.stdout.splitlines()
+    both, one = proc.stdout.splitlines()
     # 16 MiB a side is the last size in the first band; sqrt(0.5 * 0.2) = 0.32, sqrt(0.9 * 0.4) = 0.60
-    assert small == ("by size: 2 of at most 16 MiB a side: geometric mean 0.32, lowest 0.20; "
-                     "2 over 16 MiB: geometric mean 0.60, lowest 0.40")
-    assert large == "by size: none of at most 16 MiB a side; 1 over 16 MiB: geometric mean 0.81, lowest 0.81"
+    assert both == ("by size: 2 of at most 16 MiB a side: geometric mean 0.32, lowest 0.20; "
+                    "2 over 16 MiB: geometric mean 0.60, lowest 0.40")
+    assert one == "by size: none of at most 16 MiB a side; 1 over 16 MiB: geometric mean 0.81, lowest 0.81"
 
 
 def test_unnamed_refuses_bad_options() -> None:
