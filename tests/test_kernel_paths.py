@@ -4953,6 +4953,29 @@ def test_own_copy_rows(dtype, row_bytes, direction, threads):
         _check_copy_at_offsets(src, src_desc, dst_desc, {0, itemsize, 16, 40, 48})
 
 
+# A run whose destination lies 1 to 511 bytes past its source modulo 4 KiB
+# is copied from its end back (4K aliasing, see lines.h): packed copies of
+# odd lengths with the destination at distances on either side of those
+# bounds, streamed and not, on 1 and 2 threads; the bytes around the
+# destination untouched.  Against numpy.
+@pytest.mark.parametrize("distance", [0, 1, 16, 24, 100, 511, 512, 4095])
+@pytest.mark.parametrize("stream", [False, True])
+def test_copies_just_past_their_source_modulo_4_kib(distance, stream, threads):
+    n = 300_001
+    raw_src = _random_buffer(n + 8192, distance)
+    src = raw_src[(-raw_src.ctypes.data) % 4096 + 40:][:n]
+    raw_dst = _random_buffer(n + 16384, distance + 1)
+    start = (-raw_dst.ctypes.data) % 4096 + 40 + distance
+    expect = raw_dst.copy()
+    expect[start:start + n] = src
+    assert (raw_dst[start:].ctypes.data - src.ctypes.data) % 4096 == distance
+    desc = ds.BufferTensorDesc("uint8", [n])
+    with _stream_threshold(0 if stream else 1 << 62):
+        assert _engine.Plan([n], [1], [1], 8).describe()["stream"] == stream
+        ds.scatter(src, desc, memoryview(raw_dst)[start:], check_alignment=False)
+    assert np.array_equal(raw_dst, expect)
+
+
 # A contiguous copy that reads its source again (broadcast along N, C or H)
 # writes rows of up to 4 KiB with ordinary stores whatever its size: it
 # never streams them, longer rows it does (the limit lowered to 0 here).

@@ -19,28 +19,55 @@ static inline int64_t dmls_line_gap(const void *p) {
 #include <emmintrin.h>
 #include <string.h>
 
-/* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
-   or ordinary aligned stores (stream is a constant where this is inlined). */
-static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
-    int64_t i;
-    for (i = 0; i + 64 <= n; i += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
-        if (stream) {
-            _mm_stream_si128((__m128i *)(void *)(d + i), x0);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 16), x1);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 32), x2);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 48), x3);
-        } else {
-            _mm_store_si128((__m128i *)(void *)(d + i), x0);
-            _mm_store_si128((__m128i *)(void *)(d + i + 16), x1);
-            _mm_store_si128((__m128i *)(void *)(d + i + 32), x2);
-            _mm_store_si128((__m128i *)(void *)(d + i + 48), x3);
-        }
+/* One 64-byte step of dmls_copy_body: s + i to d + i. */
+static inline void dmls_copy_line(char *d, const char *s, int64_t i, const int stream) {
+    __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+    if (stream) {
+        _mm_stream_si128((__m128i *)(void *)(d + i), x0);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 16), x1);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 32), x2);
+        _mm_stream_si128((__m128i *)(void *)(d + i + 48), x3);
+    } else {
+        _mm_store_si128((__m128i *)(void *)(d + i), x0);
+        _mm_store_si128((__m128i *)(void *)(d + i + 16), x1);
+        _mm_store_si128((__m128i *)(void *)(d + i + 32), x2);
+        _mm_store_si128((__m128i *)(void *)(d + i + 48), x3);
     }
-    memcpy(d + i, s + i, (size_t)(n - i));
+}
+
+/* A run of at least DMLS_BACKWARD_MIN bytes whose destination lies 1 to
+   DMLS_BACKWARD_SPAN - 1 bytes past its source modulo 4 KiB is copied from
+   its end back to its start.  Copied forwards, the loads run a few steps
+   ahead of the stores, and each load then meets an earlier store to the
+   same address modulo 4 KiB (4K aliasing): the core takes the load to
+   depend on the store and holds it back.  Backwards, every load lies below
+   the stores before it.  A destination before its source modulo 4 KiB
+   aliases the other way round, and goes forwards.  Two builds, each
+   setting in its own process, alternating (2 threads): float32 copies of
+   64 MiB 1-100 bytes past took 1.01-1.08x the aligned time forwards and
+   0.99-1.05x backwards (three runs each); from a source the caches hold
+   (pages never written, which all read as the one zero page) 1.13-1.60x
+   and 0.99-1.00x; of 1 and 8 MiB, in cache, 88 bytes past 1.10-1.17x and
+   0.99-1.02x.  At 200-400 bytes past both ran as fast as aligned. */
+#define DMLS_BACKWARD_MIN 1024
+#define DMLS_BACKWARD_SPAN 512
+
+/* Copy n bytes to a 16-byte aligned d, 64 bytes per step, with streaming
+   or ordinary aligned stores (stream is a constant where this is inlined),
+   backwards where the destination lies just past the source (above). */
+static inline void dmls_copy_body(char *d, const char *s, int64_t n, const int stream) {
+    const int64_t body = n & ~(int64_t)63;
+    int64_t i;
+    if (n >= DMLS_BACKWARD_MIN && ((uintptr_t)d - (uintptr_t)s - 1) % 4096 < DMLS_BACKWARD_SPAN - 1) {
+        memcpy(d + body, s + body, (size_t)(n - body));
+        for (i = body - 64; i >= 0; i -= 64) dmls_copy_line(d, s, i, stream);
+        return;
+    }
+    for (i = 0; i < body; i += 64) dmls_copy_line(d, s, i, stream);
+    memcpy(d + body, s + body, (size_t)(n - body));
 }
 
 /* A line held between runs: the first gap bytes of the line at `at`, kept

@@ -373,6 +373,43 @@ static void test_copy(void) {
     free(want);
 }
 
+/* Runs whose destination lies 1 to 511 bytes past the source modulo 4 KiB
+   are copied backwards (lines.h): both copies, ordinary and streaming, at
+   distances on either side of those bounds and of 0, lengths on either
+   side of the backward copy's least and of whole lines, exactly [d, d + n)
+   written with the source's bytes. */
+static void test_copy_near_source(void) {
+    static const int64_t lengths[] = {640, 1023, 1024, 1025, 1087, 1088, 2048, 4160, 6001, 9000};
+    static const int64_t dists[] = {0, 1, 15, 16, 24, 63, 64, 100, 510, 511, 512, 513, 2048, 4095};
+    enum { SIZE = 40960, SRC = 128, DST = 20480 };
+    unsigned char *buf = aligned_alloc(4096, SIZE), *want = malloc(SIZE);
+    size_t li, di;
+    int stream;
+    for (stream = 0; stream < 2; stream++)
+        for (li = 0; li < sizeof lengths / sizeof *lengths; li++)
+            for (di = 0; di < sizeof dists / sizeof *dists; di++) {
+                const int64_t n = lengths[li];
+                int ok = 1, so;
+                for (so = 0; so < 64; so += 7) {
+                    char *sp = (char *)buf + SRC + so, *dp = (char *)buf + DST + so + dists[di];
+                    fill_random(buf, SIZE);
+                    memcpy(want, buf, SIZE);
+                    memcpy(want + (dp - (char *)buf), sp, (size_t)n);
+                    if (stream) {
+                        dmls_isa.stream_copy(dp, sp, n);
+                        dmls_isa.store_fence();
+                    } else {
+                        dmls_isa.copy(dp, sp, n);
+                    }
+                    ok = ok && memcmp(buf, want, SIZE) == 0;
+                }
+                CHECK(ok, "%s n=%lld destination %lld bytes past the source modulo 4 KiB",
+                      stream ? "stream_copy" : "copy", (long long)n, (long long)dists[di]);
+            }
+    free(buf);
+    free(want);
+}
+
 /* ---- nibbles ---- */
 static unsigned nib(const unsigned char *p, int64_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 15; }
 static void set_nib(unsigned char *p, int64_t i, unsigned v) {
@@ -749,6 +786,7 @@ int main(void) {
         test_run_tile();
         test_elements();
         test_copy();
+        test_copy_near_source();
         test_nibbles();
         test_block();
         test_block_segments();
