@@ -5998,6 +5998,29 @@ def test_long_rows_back_to_back_go_through_l2_as_one_run(dtype, sizes, order, sk
         _check_scatter(values, strided, _at_line_offset(n + 128, skew, skew + 1), offset=64)
 
 
+# Two-byte pixels of whole lines (64-224 channels: rows of 128-448 bytes)
+# into a destination off a line boundary take each row's line-aligned bands
+# and join a row's last line in part with the next row's first (nt_shifted),
+# the joined lines read a line of each plane at a time into scratch where the
+# planes lie a multiple of 1 KiB apart (32 x 64 values) and in place, asked
+# for ahead, where they do not; 256 channels (rows of 512 bytes) and skews
+# that split a value go through the contiguous tile.  Streamed, on 1 and 2
+# threads, against numpy, guard bytes around.
+@pytest.mark.parametrize("dtype", ["int16", "float16"])
+@pytest.mark.parametrize("channels", [64, 96, 224, 256])
+@pytest.mark.parametrize("plane", [(32, 64), (29, 71)], ids=str)
+@pytest.mark.parametrize("skew", [2, 16, 48, 62, 33])
+def test_two_byte_pixels_of_whole_lines_off_a_line(dtype, channels, plane, skew, threads):
+    sizes = (1, channels) + plane
+    strided, values, plan_of = _scatter_case(dtype, sizes, (0, 2, 3, 1), channels + skew)
+    n = strided.total_tensor_size_in_bytes
+    with _stream_threshold(0):
+        plan = plan_of()
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == channels * 2
+        _check_scatter(values, strided, _at_line_offset(n + 192, 0, skew), offset=64 + skew,
+                       check_alignment=False)
+
+
 def _scatter_case(dtype, sizes, order, seed):
     """A scatter of random values into the ``order`` permutation of
     ``sizes``: its strided descriptor, the values, and a function that

@@ -332,6 +332,12 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT;
 }
 
+/* Two-byte rows of whole lines back to back, off a line boundary, take
+   nt_shifted's joined lines when shorter than this many bytes: pixels of
+   256 two-byte channels measured 0.59-1.24x the contiguous tile so (four
+   NCHW to NHWC scatters of 18-60 MB), and keep the tile. */
+#define DMLS_JOINED_TWO_BYTE_ROWS 512
+
 /* Copies of at least this many bytes give contig_ragged DMLS_RAGGED_LONG
    (isa.h): their one-byte bands of 33-64 channels are longer (see
    transpose-sse2.c for what that measured, and the bound). */
@@ -404,7 +410,8 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         dmls_isa.narrow(w, sj, iss, dj, kds, kn, jn, &kdone);
         jb = jn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
-        if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && w >= 4) {
+        if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 &&
+                (w >= 4 || (w == 2 && kds < DMLS_JOINED_TWO_BYTE_ROWS))) {
             /* Rows of whole lines back to back, off a line boundary (an
                NHWC output a few bytes past one): line-aligned bands from
                each row's first boundary, and a row's last line in part
@@ -412,7 +419,9 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                Against the contiguous tile below, in one process on the
                same buffers (2 threads), 4 NCHW to NHWC conversions of
                48-66 MB of 24-64 float32 or float64 channels, the
-               destination 4-16 bytes past a line, ran 1.13-1.70x faster. */
+               destination 4-16 bytes past a line, ran 1.13-1.70x faster;
+               two-byte ones of 64-192 channels 1.33x and 1.51x by
+               geometric mean over two sets (see transpose-sse2.c). */
             dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
             if (kdone == kn && jb == jn) return;
         }
