@@ -6021,6 +6021,26 @@ def test_two_byte_pixels_of_whole_lines_off_a_line(dtype, channels, plane, skew,
                        check_alignment=False)
 
 
+# Pixels of 512 or 1024 bytes (at most 512 values) go through the
+# contiguous tile wherever the destination starts, line-aligned or not
+# (one-byte pixels of 1024 values keep the line-aligned bands); its bands of
+# under 256 bytes of each plane ask for the band that far on.  Streamed, on
+# 1 and 2 threads, against numpy, guard bytes around.
+@pytest.mark.parametrize("dtype,channels", [("uint8", 512), ("uint8", 1024), ("int16", 256), ("int16", 512),
+                                            ("float32", 128), ("float32", 256), ("float64", 64),
+                                            ("float64", 128), ("int16", 184), ("float32", 156)], ids=str)
+@pytest.mark.parametrize("skew", [0, 16, 48])
+def test_pixels_of_512_and_1024_bytes(dtype, channels, skew, threads):
+    sizes = (1, channels, 13, 29)
+    strided, values, plan_of = _scatter_case(dtype, sizes, (0, 2, 3, 1), channels + skew)
+    n = strided.total_tensor_size_in_bytes
+    with _stream_threshold(0):
+        plan = plan_of()
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == channels * values.itemsize
+        _check_scatter(values, strided, _at_line_offset(n + 192, 0, skew), offset=64 + skew,
+                       check_alignment=False)
+
+
 def _scatter_case(dtype, sizes, order, seed):
     """A scatter of random values into the ``order`` permutation of
     ``sizes``: its strided descriptor, the values, and a function that

@@ -410,7 +410,20 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         dmls_isa.narrow(w, sj, iss, dj, kds, kn, jn, &kdone);
         jb = jn;
     } else if (dmls_isa.level >= DMLS_ISA_SSE2 && kss == w && ids == w) {
-        if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 &&
+        /* Pixels of 512 or 1024 bytes (at most 512 values) take the
+           contiguous tile wherever they start: the line-aligned bands below
+           write one line of each pixel a band, every line a multiple of 512
+           bytes from the last, and ran at 8-12 GB/s where the contiguous
+           tile streams one run.  In one process on the same buffers,
+           alternating (2 threads, 7 rounds), 10 NCHW to NHWC scatters of
+           22-59 MB with such pixels (uint8 to float64, page-aligned or 16-48
+           bytes past a line) ran 1.17-1.80x faster (uint32 pixels of 128
+           channels 8.3 -> 14.8 GB/s), one of 12 MB 0.94x, and 13 more of an
+           earlier set 1.16-1.86x; one-byte pixels of 1024 values 0.92x, and
+           pixels of 256, 640, 768 and 896 bytes 0.62-1.11x, which keep the
+           bands. */
+        const int pixels_512 = !p->l2 && kds % 512 == 0 && jn <= 512;
+        if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && !pixels_512 &&
                 (w >= 4 || (w == 2 && kds < DMLS_JOINED_TWO_BYTE_ROWS))) {
             /* Rows of whole lines back to back, off a line boundary (an
                NHWC output a few bytes past one): line-aligned bands from
@@ -426,7 +439,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
             if (kdone == kn && jb == jn) return;
         }
         if (p->stream && !p->l2 && kds == jn * w && jn % (16 / w) == 0 && jn * w <= 1024 &&
-                (kds % 64 != 0 || (uintptr_t)dj % 64 != 0)) {
+                (kds % 64 != 0 || (uintptr_t)dj % 64 != 0 || pixels_512)) {
             /* Whole destination rows back to back: one contiguous stream.
                Not rows of whole lines from a line boundary (pixels of 16,
                32 or 48 float32 channels), which the line-aligned strips
