@@ -794,7 +794,7 @@ static void dmls_nt_contig(int W, const char *s, int64_t sj, char *d,
             sb = dmls_stage_rows(sst, SP, s + kb * W, sj, jn, (ke - kb) * W) - kb * W;
             ss = SP;
         }
-        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, s + skip * W, sj, far > 0 ? far * W : 0);
+        dmls_band_to_buffer(W, sb, ss, kb, ke, jn, tile, row, far > 0 ? s + skip * W : s, sj, far > 0 ? far * W : 0);
         n = ke - kb;
         if (ke == kf && kf < kn) {
             /* The rows of k past the last whole micro-block (kn % N of
