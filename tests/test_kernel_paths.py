@@ -6011,12 +6011,17 @@ def test_long_rows_back_to_back_go_through_l2_as_one_run(dtype, sizes, order, sk
 @pytest.mark.parametrize("plane", [(32, 64), (29, 71)], ids=str)
 @pytest.mark.parametrize("skew", [2, 16, 48, 62, 33])
 def test_two_byte_pixels_of_whole_lines_off_a_line(dtype, channels, plane, skew, threads):
-    sizes = (1, channels) + plane
-    strided, values, plan_of = _scatter_case(dtype, sizes, (0, 2, 3, 1), channels + skew)
+    _check_pixels_scattered(dtype, (1, channels) + plane, skew)
+
+
+def _check_pixels_scattered(dtype, sizes, skew):
+    # An NCHW to NHWC scatter of sizes, streamed, into a destination skew
+    # bytes past a line: planned as a tile of whole pixels, not through L2.
+    strided, values, plan_of = _scatter_case(dtype, sizes, (0, 2, 3, 1), sizes[1] + skew)
     n = strided.total_tensor_size_in_bytes
     with _stream_threshold(0):
         plan = plan_of()
-        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == channels * 2
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == sizes[1] * values.itemsize
         _check_scatter(values, strided, _at_line_offset(n + 192, 0, skew), offset=64 + skew,
                        check_alignment=False)
 
@@ -6031,14 +6036,7 @@ def test_two_byte_pixels_of_whole_lines_off_a_line(dtype, channels, plane, skew,
                                             ("float64", 128), ("int16", 184), ("float32", 156)], ids=str)
 @pytest.mark.parametrize("skew", [0, 16, 48])
 def test_pixels_of_512_and_1024_bytes(dtype, channels, skew, threads):
-    sizes = (1, channels, 13, 29)
-    strided, values, plan_of = _scatter_case(dtype, sizes, (0, 2, 3, 1), channels + skew)
-    n = strided.total_tensor_size_in_bytes
-    with _stream_threshold(0):
-        plan = plan_of()
-        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == channels * values.itemsize
-        _check_scatter(values, strided, _at_line_offset(n + 192, 0, skew), offset=64 + skew,
-                       check_alignment=False)
+    _check_pixels_scattered(dtype, (1, channels, 13, 29), skew)
 
 
 def _scatter_case(dtype, sizes, order, seed):

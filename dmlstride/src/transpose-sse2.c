@@ -853,6 +853,18 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    their time page-aligned to 0.99-1.41x.  Four- and eight-byte values
    (16 and 8 rows) keep reading in place unasked. */
 #define DMLS_JOINED_AHEAD 512
+/* N joined lines of dmls_nt_joined: the E rows from rows[0..E) at byte ko
+   transposed into dr (N lines of 64 bytes) and streamed out to out, out +
+   dk, ..., one line a destination row. */
+static inline void joined_lines_out(int W, const char *const *rows, int64_t ko, char *const *dr,
+                                    char *out, int64_t dk) {
+    const int64_t N = 16 / W;
+    int64_t i, q;
+    for (q = 0; q < 4; q++)
+        simd_pmicro(W, rows + q * N, ko, dr, q * 16);
+    for (i = 0; i < N; i++)
+        dmls_copy_body(out + i * dk, dr[i], 64, 1);
+}
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch) {
     const int64_t N = 16 / W, E = 64 / W, dk = jn * W;
     const int64_t h = dmls_line_gap(d), hw = h / W, tw = E - hw;
@@ -860,7 +872,7 @@ static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn,
     char *stage = scratch + 1024;   /* by lines: E rows of 64 bytes after dr's N */
     const char *sr[32], *st[32];
     char *dr[8];
-    int64_t kd, k, kk, i, q;
+    int64_t kd, k, kk, i;
     if (W < 2 || h == 0 || h % W != 0 || kn < N + 1 || jn < 2 * E || dk % 64 != 0)
         return 0;
     dmls_nt_transpose(W, s + hw * sj, sj, d + h, dk, kn, jn - E, &kd, scratch);
@@ -879,20 +891,13 @@ static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn,
                 if (k + 2 * E <= kn - 1) _mm_prefetch(sr[i] + (k + E) * W, _MM_HINT_T1);
                 memcpy(stage + i * 64, sr[i] + k * W, 64);
             }
-            for (kk = 0; kk < E; kk += N) {
-                for (q = 0; q < 4; q++)
-                    simd_pmicro(W, st + q * N, kk * W, dr, q * 16);
-                for (i = 0; i < N; i++)
-                    dmls_copy_body(d + (k + kk + i) * dk + h + (jn - E) * W, dr[i], 64, 1);
-            }
+            for (kk = 0; kk < E; kk += N)
+                joined_lines_out(W, st, kk * W, dr, d + (k + kk) * dk + h + (jn - E) * W, dk);
         }
     for (; k + N <= kn - 1; k += N) {
         if (ahead && k * W % 64 == 0 && (k + N) * W + DMLS_JOINED_AHEAD <= (kn - 1) * W)
             for (i = 0; i < E; i++) _mm_prefetch(sr[i] + k * W + DMLS_JOINED_AHEAD, _MM_HINT_T0);
-        for (q = 0; q < 4; q++)
-            simd_pmicro(W, sr + q * N, k * W, dr, q * 16);
-        for (i = 0; i < N; i++)
-            dmls_copy_body(d + (k + i) * dk + h + (jn - E) * W, dr[i], 64, 1);
+        joined_lines_out(W, sr, k * W, dr, d + k * dk + h + (jn - E) * W, dk);
     }
     for (; k < kn - 1; k++) {
         for (i = 0; i < E; i++)
