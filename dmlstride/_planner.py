@@ -186,6 +186,14 @@ MEMORY_TILE_SEGMENT = 256
 #: 2048) ran 1.2-2.4x faster, measured with the tile (see transpose-sse2.c).
 TALL_TILE_MIN = 4 << 20
 TALL_TILE_SEGMENT = 256
+#: A streaming transpose of two-byte values into destination rows a multiple
+#: of 512 bytes apart, from source rows more than 1 KiB apart, copies segments
+#: of at least WIDE_BAND_BYTES of each destination row: the C side's wide
+#: bands (dmls_nt_wide) write up to that much of each row at a time
+#: (wide_band_segments).  Segments of 64 values gave them two lines a row:
+#: int16 4096 x 4000 and uint16 3000 x 4096 ran 1.16-1.20x faster than one
+#: line a row, four lines 1.53-1.67x.
+WIDE_BAND_BYTES = 256
 #: MODE tile with at most this many channels takes the small-channel path
 #: (the C side's DMLS_SMALL_TILE).
 SMALL_TILE = 8
@@ -2832,6 +2840,19 @@ def whole_short_pixels(plan: KernelPlan) -> bool:
             and plan.outer_count * plan.tile[0] >= MIN_TILE_TASKS * MIN_TILE_ROWS)
 
 
+def wide_band_segments(plan: KernelPlan) -> bool:
+    """Whether a tile plan's segments take at least WIDE_BAND_BYTES of each
+    destination row: two-byte values, streaming, not through L2,
+    source rows more than 1 KiB apart, destination rows a multiple of 512
+    bytes apart and rows of at least that many bytes."""
+    if plan.mode != "tile" or plan.tile is None or plan.l2 or not plan.stream or plan.width != 2:
+        return False
+    n, iss, ids = plan.inner
+    k, kss, kds = plan.tile
+    return (kss == plan.width and ids == plan.width and iss > 1024 and kds % 512 == 0
+            and n * plan.width >= WIDE_BAND_BYTES)
+
+
 def streamed_pixel_segments(plan: KernelPlan) -> bool:
     """Whether a tile plan's segments go up to STREAM_TILE_ROW_BYTES of each
     destination row: two-byte values, streaming, not through L2, source rows
@@ -2871,6 +2892,8 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
             # MIN_TILE_TASKS of them, if any are longer than 64 values.
             cap = MEMORY_TILE_SEGMENT if longest is None else min(MEMORY_TILE_SEGMENT, longest)
             plan.segment_len = max(plan.segment_len, longest_tiles(plan, cap, 64, longest is not None))
+        if wide_band_segments(plan):
+            plan.segment_len = max(plan.segment_len, WIDE_BAND_BYTES // plan.width)
         if streamed_pixel_segments(plan):
             # The longest segments up to STREAM_TILE_ROW_BYTES that still
             # give MIN_TILE_TASKS tasks, if longer than those above.

@@ -6039,6 +6039,41 @@ def test_pixels_of_512_and_1024_bytes(dtype, channels, skew, threads):
     _check_pixels_scattered(dtype, (1, channels, 13, 29), skew)
 
 
+# Transposes into destination rows a multiple of 512 bytes apart, from
+# source rows more than 1 KiB apart, streamed: two- to eight-byte values go
+# through the wide bands (up to four lines of each destination row at a time,
+# chunks of 2 KiB of each source row, eight source rows side by side).  Shapes
+# give bands left over past the wide ones, chunks in part, source rows a
+# multiple of 4 KiB apart, and a row count that is not a multiple of a
+# micro-block (which keeps the one-line bands).  Gathered from random bytes
+# into a preallocated output and scattered into random bytes with guard
+# bytes around, line-aligned, against numpy; 1 and 2 threads.
+@pytest.mark.parametrize("dtype,rows,cols", [
+    ("int16", 256, 1100), ("float16", 512, 2048), ("uint16", 768, 1030),
+    ("float32", 768, 1500), ("float32", 1024, 1024), ("int32", 384, 700), ("float32", 640, 2051),
+    ("float64", 320, 1500), ("float64", 512, 512), ("uint64", 192, 300), ("float64", 256, 771),
+], ids=str)
+def test_transposes_into_rows_a_multiple_of_512_bytes_apart(dtype, rows, cols, threads):
+    w = np.dtype(dtype).itemsize
+    # scatter: the values (rows x cols, source rows cols * w apart) into the
+    # column-major buffer, destination rows rows * w apart
+    strided, values, plan_of = _scatter_case(dtype, (rows, cols), (1, 0), rows + cols)
+    n = strided.total_tensor_size_in_bytes
+    assert rows * w % 512 == 0 and cols * w > 1024
+    with _stream_threshold(0):
+        plan = plan_of()
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == rows * w
+        _check_scatter(values, strided, _at_line_offset(n + 192, 0, cols), offset=64)
+        # gather: the column-major buffer (source rows rows * w apart) into a
+        # line-aligned output of cols x rows (destination rows rows * w apart)
+        back = ds.BufferTensorDesc(dtype, [cols, rows], strides=[1, cols])
+        buf = _random_buffer(back.total_tensor_size_in_bytes, rows)
+        expect = _numpy_gather(buf, back)
+        raw = _at_line_offset(expect.nbytes, 0, cols + 1)
+        out = np.ndarray(expect.shape, expect.dtype, buffer=raw)
+        assert ds.gather(buf, back, out=out) is out and out.tobytes() == expect.tobytes()
+
+
 def _scatter_case(dtype, sizes, order, seed):
     """A scatter of random values into the ``order`` permutation of
     ``sizes``: its strided descriptor, the values, and a function that
