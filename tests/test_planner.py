@@ -961,6 +961,31 @@ def test_other_transposes_keep_their_segments(rows, cols, bits, why):
     assert plan.segment_len != _planner.TALL_TILE_SEGMENT or plan.segment_len == cols, why
 
 
+@pytest.mark.parametrize("rows,cols", [(4096, 4096), (3001, 4096), (6000, 3072), (4100, 4352)])
+def test_streamed_two_byte_transposes_into_rows_512_bytes_apart_take_wide_segments(rows, cols):
+    # Two-byte transposes that stream, into destination rows a multiple of
+    # 512 bytes apart (cols values each) from source rows more than 1 KiB
+    # apart, copy at least WIDE_BAND_BYTES of each destination row per
+    # segment: the C side's wide bands then write up to four lines of each.
+    plan = _transpose_2d(rows, cols, 16)
+    assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.tile[2] == cols * 2
+    assert _planner.wide_band_segments(plan)
+    assert plan.segment_len * 2 >= _planner.WIDE_BAND_BYTES
+    assert plan.segments * plan.segment_len >= cols > (plan.segments - 1) * plan.segment_len
+
+
+@pytest.mark.parametrize("rows,cols,bits,why", [
+    (8192, 4096, 8, "one-byte values"),
+    (4096, 4000, 16, "destination rows 8000 bytes apart"),
+    (4096, 4096, 32, "four-byte values (wide bands in any segment of 64)"),
+    (256, 65536, 16, "source rows of 512 bytes"),
+])
+def test_other_streamed_transposes_keep_their_segments(rows, cols, bits, why):
+    plan = _transpose_2d(rows, cols, bits)
+    assert plan.mode == "tile" and plan.stream, why
+    assert not _planner.wide_band_segments(plan), why
+
+
 def test_plan_refuses_what_no_descriptor_can_produce():
     with pytest.raises(ValueError, match="1 to 8"):
         _planner.plan_copy([2] * 9, [1] * 9, [1] * 9, 8)

@@ -494,17 +494,21 @@ static inline void line_strip(int W, const char *s, int64_t sj, char *d, int64_t
    each source row at a time, and each destination row gets its lines of
    them together.  The source rows are read DMLS_WIDE_ROWS at a time along
    the chunk (eight rows a multiple of 4 KiB apart fill one of L1's sets,
-   which has eight ways), the next eight's lines asked for into L2 over
-   them.  Two builds in alternating processes (2 threads, 5 rounds):
-   float32 and float64 transposes of 33-67 MB with destination rows 8-16
-   KiB apart ran 1.32-1.77x faster (float32 4096 x 4000 8.3 -> 12.3 GB/s,
-   float64 1000 x 4096 9.2 -> 16.4), with source rows a multiple of 4 KiB
-   apart too (4096 x 4096 float32) 1.07-1.20x; int16 and uint16 ones
-   1.53-1.67x, and 1.23x with such source rows (each task two or four bands
-   wide: the planner's WIDE_BAND_BYTES).  One-byte values, whose
-   micro-blocks read 16 rows at a time, measured 1.00-1.03x and keep the
-   bands.  Returns the columns done, a multiple of E (0 when the buffer is
-   not to be had). */
+   which has eight ways: four float32 rows at a time ran 0.90x, a band of
+   16 rows side by side as fast as eight where the rows spread over the
+   sets, the chunk's rows copied to a buffer first 0.86x), the next eight's
+   lines asked for into L2 over them.  Two builds in alternating processes
+   (2 threads, 5 rounds): float32 and float64 transposes of 33-67 MB with
+   destination rows 8-16 KiB apart ran 1.32-1.77x faster (float32 4096 x
+   4000 8.3 -> 12.3 GB/s, float64 1000 x 4096 9.2 -> 16.4), with source
+   rows a multiple of 4 KiB apart too (4096 x 4096 float32) 1.07-1.20x;
+   int16 and uint16 ones 1.53-1.67x, and 1.23x with such source rows (each
+   task two or four bands wide: the planner's WIDE_BAND_BYTES); a fresh 13
+   of two- to eight-byte values, 25-67 MB, many of their dimensions odd,
+   1.02-1.87x (controls that do not take them 0.98-1.04x).  One-byte
+   values, whose micro-blocks read 16 rows at a time, measured 0.71-1.10x
+   and keep the bands.  Returns the columns done, a multiple of E (0 when
+   the buffer is not to be had). */
 #define DMLS_WIDE_LINES 4
 #define DMLS_WIDE_CHUNK_BYTES 2048
 #define DMLS_WIDE_ROWS 8
@@ -537,8 +541,7 @@ static int64_t dmls_nt_wide(int W, const char *s, int64_t sj, char *d, int64_t d
             for (k = 0; k < n; k++) {
                 char *dr = d + (k0 + k) * dk + j0 * W;
                 const char *br = buf + k * P;
-                for (r = 0; r < P; r += 16)
-                    _mm_stream_si128((__m128i *)(dr + r), _mm_load_si128((const __m128i *)(br + r)));
+                for (r = 0; r < P; r += 64) dmls_copy_line(dr, br, r, 1);
             }
         }
     }
