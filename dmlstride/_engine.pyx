@@ -30,7 +30,9 @@ from dmlstride._bounds cimport check_range, get_contiguous, refuse_read_only
 import numpy as np
 
 from dmlstride._kernels cimport *
-from dmlstride import _planner
+# Relative, so that a copy of the package under another name (benchmarks/compare_builds.py)
+# plans with its own planner.
+from . import _planner
 
 cnp.import_array()
 dmls_isa_select(DMLS_ISA_AVX2)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -283,3 +284,59 @@ def test_unnamed_refuses_bad_options() -> None:
         proc = _unnamed(*args)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert "error:" in proc.stderr, args
+
+
+COMPARE = BENCH / "compare_builds.py"
+
+
+def _compare(*args: str) -> subprocess.CompletedProcess:
+    return _run(*args, script=COMPARE)
+
+
+def test_compare_builds_times_this_build_against_a_copy_of_itself() -> None:
+    proc = _compare("--control", "--count", "2", "--mb", "0.2,0.4", "--repeats", "2", "--seed", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("gather/", "scatter/"))]
+    assert [r[0].split("/")[0] for r in rows] == ["gather", "scatter"]
+    for name, mb, base_gbs, this_gbs, ratio in rows:
+        assert 0.19 <= float(mb) <= 0.41 and float(base_gbs) > 0 and float(this_gbs) > 0
+        assert math.isclose(float(ratio), float(this_gbs) / float(base_gbs), rel_tol=0.02, abs_tol=0.01)
+    assert re.search(r"^2 cases: geometric mean [0-9.]+, [0-9.]+-[0-9.]+, this build faster in [0-2]$",
+                     proc.stdout, re.M), proc.stdout
+    # the copy plans with its own planner, not with this build's
+    assert "this build's planner" not in proc.stderr
+
+
+def test_compare_builds_checks_both_builds_write_the_same_bytes(tmp_path: Path) -> None:
+    # A base checkout whose gather writes one byte wrong, its scatter as this build's.
+    base = tmp_path / "base"
+    shutil.copytree(Path(dmlstride.__file__).resolve().parent, base / "dmlstride",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(base / "dmlstride" / "__init__.py", "a") as f:
+        f.write(textwrap.dedent("""
+            _gather = gather
+            def gather(*args, **kwargs):
+                out = _gather(*args, **kwargs)
+                out.reshape(-1).view("uint8")[5] ^= 1
+                return out
+        """))
+    proc = _compare(str(base), "--case", "float32:3x40x50:201:gather", "--repeats", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "gather/float32-3x40x50-order201: the two builds wrote different bytes" in proc.stderr
+    proc = _compare(str(base), "--case", "float32:3x40x50:201:scatter", "--repeats", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^1 case: geometric mean ", proc.stdout, re.M), proc.stdout
+
+
+def test_compare_builds_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
+    (tmp_path / "dmlstride").mkdir()
+    (tmp_path / "dmlstride" / "__init__.py").write_text("")
+    for args, message in (
+            ((str(tmp_path),), "no compiled engine"),
+            ((str(tmp_path / "elsewhere"),), "no dmlstride package there"),
+            ((), "give the base build's checkout, or --control"),
+            (("--control", "--case", "float32:3x4:2:gather"), "ORDER must list each of the 2 dimensions"),
+            (("--control", "--case", "float32:3x4"), "expected DTYPE:SIZES:ORDER:OP"),
+            (("--control", "--mb", "4,2"), "expected 0 < LO <= HI")):
+        proc = _compare(*args)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stdout + proc.stderr)
