@@ -298,13 +298,15 @@ def test_compare_builds_times_this_build_against_a_copy_of_itself() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("gather/", "scatter/"))]
     assert [r[0].split("/")[0] for r in rows] == ["gather", "scatter"]
-    for name, mb, base_gbs, this_gbs, ratio in rows:
+    for name, mb, base_gbs, this_gbs, first, second, ratio in rows:
         assert 0.19 <= float(mb) <= 0.41 and float(base_gbs) > 0 and float(this_gbs) > 0
+        # the two passes' ratios and their geometric mean (each printed to 0.01)
+        assert math.isclose(float(ratio), math.sqrt(float(first) * float(second)), abs_tol=0.015)
         assert math.isclose(float(ratio), float(this_gbs) / float(base_gbs), rel_tol=0.02, abs_tol=0.01)
-    assert re.search(r"^2 cases: geometric mean [0-9.]+, [0-9.]+-[0-9.]+, this build faster in [0-2]$",
-                     proc.stdout, re.M), proc.stdout
-    # the copy plans with its own planner, not with this build's
-    assert "this build's planner" not in proc.stderr
+    assert re.search(r"^2 cases: geometric mean [0-9.]+, [0-9.]+-[0-9.]+, this build faster in [0-2]; "
+                     r"the build imported as dmlstride ran [0-9.]+x the copy$", proc.stdout, re.M), proc.stdout
+    # the copy plans with its own planner, not with the other build's
+    assert "planner" not in proc.stderr
 
 
 def test_compare_builds_checks_both_builds_write_the_same_bytes(tmp_path: Path) -> None:
