@@ -196,6 +196,19 @@ def test_transpose_tile_edges(dtype, k, j, threads):
     _check_scatter(values, desc, bytearray(_random_buffer(desc.total_tensor_size_in_bytes + 32, 9).tobytes()))
 
 
+@pytest.mark.parametrize("dtype,k,j", [("int16", 1100, 4000), ("float16", 1031, 4200), ("int16", 1100, 4096),
+                                       ("uint8", 2100, 4500), ("uint8", 2100, 4096)], ids=str)
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_transposes_of_8_to_12_mib_from_cache_take_tiles_of_128_rows(dtype, k, j, level, threads):
+    # One- and two-byte transposes from cache of 8-12 MiB, whose tasks have
+    # 256 source rows or more, take tiles of 128 of them: whole tiles, a
+    # last one of 1 to 127 rows, and k rows past the last whole micro-block,
+    # against numpy both ways; destination rows a multiple of 2 KiB apart
+    # (4096 values) take the tall tiles instead.
+    with _isa_level(level):
+        _check_column_major_both_ways(ds.BufferTensorDesc(dtype, [k, j], strides=[1, k]), k + j, k * j)
+
+
 @pytest.mark.parametrize("level", [0, 1, 2, 3], ids=["generic", "sse2", "ssse3", "avx2"])
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "uint32", "float64", "int64"])
 def test_tile_transposes_at_every_instruction_set_level(level, dtype):

@@ -45,7 +45,11 @@ enum {
     /* Past the L2 caches, not streaming and not through the L2 buffers:
        1- and 2-byte values into destination rows a multiple of 2 KiB apart
        take tiles of 256 source rows (the planner's tall_tile_segments). */
-    DMLS_TRANSPOSE_TALL = 4
+    DMLS_TRANSPOSE_TALL = 4,
+    /* From cache, a copy of at least DMLS_CACHED_TRANSPOSE_BYTES (its two
+       sides past half the L3), or a chunk of the L2 buffers of a copy from
+       memory: 1- and 2-byte values take tiles of 128 source rows. */
+    DMLS_TRANSPOSE_LONG_TILES = 8
 };
 /* contig_ragged's flags: streaming stores; and a copy of at least
    DMLS_RAGGED_LONG_MIN_BYTES (tile.c), whose one-byte bands from 33-64

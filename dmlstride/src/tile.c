@@ -136,6 +136,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
        0.67x: those read their rows as runs of the buffer.  Chunks read in
        place take one line of k (DMLS_CHUNK_IN_PLACE, plan.h). */
     const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
+    const int chunk_flags = DMLS_TRANSPOSE_CACHED | DMLS_TRANSPOSE_LONG_TILES;
     const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     int one_run;
@@ -154,10 +155,10 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
             const dmls_rows next = dmls_next_chunk(&rows, w, jn, kn, jc, kc, j0, k0, next_task);
             n = kn - k0 < kc ? kn - k0 : kc;
             if (in_place) {
-                dmls_transpose_plain(w, sj + j0 * iss + k0 * w, iss, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);
+                dmls_transpose_plain(w, sj + j0 * iss + k0 * w, iss, db, dp, n, nj, chunk_flags, scratch);
             } else {
                 dmls_rows_to_l2(sb, sp, sj + j0 * iss + k0 * w, NULL, iss, nj, n * w);
-                dmls_transpose_plain(w, sb, sp, db, dp, n, nj, DMLS_TRANSPOSE_CACHED, scratch);
+                dmls_transpose_plain(w, sb, sp, db, dp, n, nj, chunk_flags, scratch);
             }
             if (one_run) {
                 const int64_t all = n * kds, pieces = all / DMLS_RUN_PIECE, rest = all % DMLS_RUN_PIECE;
@@ -252,6 +253,7 @@ static int transpose_flags(const dmls_plan *p) {
     if (!p->stream && bytes < cached) flags |= DMLS_TRANSPOSE_CACHED;
     if (p->stream || bytes >= DMLS_SOURCE_AHEAD_BYTES) flags |= DMLS_TRANSPOSE_SOURCE_AHEAD;
     if (!p->stream && !p->l2 && bytes >= DMLS_TALL_TILE_BYTES) flags |= DMLS_TRANSPOSE_TALL;
+    if ((flags & DMLS_TRANSPOSE_CACHED) && bytes >= DMLS_CACHED_TRANSPOSE_BYTES) flags |= DMLS_TRANSPOSE_LONG_TILES;
     return flags;
 }
 

@@ -150,7 +150,26 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        values too (512 bytes of each destination row) gained 1.10x only, and
        lost 0.77-0.84x on a 3100 x 4100 int16 gather. */
     const int wide_rows = !tall && !cached && W <= 2 && dk % 2048 != 0 && jn >= 256 / W;
-    const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : wide_rows ? 256 / W : 64;
+    /* From cache, in copies of 8 MiB or more (two-byte values, up to the
+       planner's narrow_cached_bytes) and in the chunks of the L2 buffers
+       (DMLS_TRANSPOSE_LONG_TILES), 1- and 2-byte values take tiles of 128
+       source rows where a task has 256 or more: each destination row then
+       gets 128 values a tile rather than 64.  Two builds side by side in
+       one process (benchmarks/compare_builds.py: two passes, 2 threads, 7
+       repeats), with 128 rows for all cached tiles: 28 2-D one- and
+       two-byte transposes of 4-16 MB ran 1.04x faster by geometric mean
+       (a control of the build against itself 0.98x), those of 10-15 MB
+       1.11x (11, 0.96-1.27x), of 8.7-10 MB 1.01x and under 7 MB 0.99x;
+       two earlier sets of 6-16 MB 1.05x and 1.09x (14) and 0.99x (16, the
+       control 0.99x, single cases 0.87-1.16x); 2-D ones of 35-62 MB
+       through the L2 buffers 1.00-1.11x (7, uint8 1.04-1.11x).  Tiles of
+       256 rows ran 0.99x of 128; 128 rows of 4-byte values 1.03x from
+       cache but 0.94-0.97x on float32 gathers through the L2 buffers.
+       Tiles written through the padded destination buffers (staged: see
+       below), whose rows hold 64 values, keep 64 rows. */
+    const int staged = W <= 2 && (dk % 2048 == 0 || (W == 1 && cached && dk % 1024 == 0 && sj % 1024 == 0));
+    const int64_t TJ = tall ? DMLS_TALL_TILE_ROWS : wide_rows ? 256 / W
+                       : (flags & DMLS_TRANSPOSE_LONG_TILES) && W <= 2 && jn >= 256 && !staged ? 128 : 64;
     /* From memory, 1- and 2-byte values from source rows a multiple of 1
        KiB apart into destination rows of at most 1 KiB (planes of 64 x 64
        or 128 x 128 into pixels) keep the cached depth of four lines a
@@ -195,7 +214,6 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
     const int64_t PITCH = tall ? DMLS_TALL_PITCH : DMLS_STAGE_PITCH;
     const int64_t SPITCH = TK * W + 16;
     char *stage = scratch;                  /* 16 * PITCH bytes */
-    const int staged = W <= 2 && (dk % 2048 == 0 || (W == 1 && cached && dk % 1024 == 0 && sj % 1024 == 0));
     /* Likewise, source rows a multiple of 1 KiB apart conflict in L1
        while the tile revisits them, and rows off a line boundary make a
        quarter of the micro-kernels' loads straddle two lines: copy the
