@@ -54,6 +54,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+import options as O  # this script's folder is first on sys.path; imports no dmlstride
+
 HERE = Path(__file__).resolve().parent
 COPY_NAME = "dmlstride_copy"
 EXIT_MISMATCH = 1   # as run.py's
@@ -191,27 +193,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--control", action="store_true", help="compare this build with a copy of itself")
     p.add_argument("--case", action="append", type=parse_case, default=[], metavar="DTYPE:SIZES:ORDER:OP",
                    help="a case to time; repeatable (default: cases drawn as unnamed.py draws them)")
-    p.add_argument("--family", choices=("issue", "perm"), default="issue", help="kind of shapes to draw (default issue)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
-    p.add_argument("--count", type=int, default=12, help="number of cases drawn (default 12)")
-    p.add_argument("--mb", default="1,16", metavar="LO,HI",
-                   help="packed size of each drawn case in megabytes (default 1,16: from cache)")
+    O.add_draw_options(p, "1,16", ": from cache")
     p.add_argument("--repeats", type=int, default=7, help="timing repeats per case and pass (default 7)")
     p.add_argument("--threads", type=int, metavar="N", help="threads for both builds (default: dmlstride's)")
     p.add_argument("--order", choices=ORDERS, help=argparse.SUPPRESS)  # one pass, in a child process
     args = p.parse_args(argv)
     if (args.base is None) == (not args.control):
         p.error("give the base build's checkout, or --control (not both)")
-    try:
-        args.lo_mb, args.hi_mb = (float(x) for x in args.mb.split(","))
-    except ValueError:
-        p.error(f"--mb is {args.mb!r}; expected two numbers, LO,HI")
-    if not 0 < args.lo_mb <= args.hi_mb:
-        p.error(f"--mb is {args.mb!r}; expected 0 < LO <= HI")
-    for name in ("count", "repeats", "threads"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            p.error(f"--{name} is {value}; expected at least 1")
+    O.check_draw_options(p, args)
     return args
 
 

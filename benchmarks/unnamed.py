@@ -38,10 +38,11 @@ import time
 import run as R  # finds dmlstride (installed, or the package beside this folder) first
 
 import cases as C  # noqa: E402  (sets OMP_WAIT_POLICY before PyTorch is imported)
+import options as O  # noqa: E402
 import dmlstride as ds  # noqa: E402
 
 TYPES = ("uint8", "int16", "float16", "float32", "uint32", "float64")
-FAMILIES = ("issue", "perm")
+FAMILIES = O.FAMILIES
 
 
 def _random_dims(rng: random.Random, ndim: int, elems: float) -> tuple[int, ...]:
@@ -149,11 +150,7 @@ def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--family", choices=FAMILIES, default="issue", help="kind of shapes to draw (default issue)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
-    p.add_argument("--count", type=int, default=12, help="number of cases (default 12)")
-    p.add_argument("--mb", default="8,70", metavar="LO,HI",
-                   help="packed size of each case in megabytes (default 8,70)")
+    O.add_draw_options(p, "8,70")
     p.add_argument("--repeats", type=int, default=7, help="timing repeats per case (default 7)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="thread count for dmlstride, PyTorch and the memcpy limit (default: dmlstride's)")
@@ -164,19 +161,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help=f"exit {R.EXIT_TARGETS} if the conversion targets are missed")
     p.add_argument("--list", action="store_true", help="list the drawn cases and exit")
     args = p.parse_args(argv)
-    try:
-        args.lo_mb, args.hi_mb = (float(x) for x in args.mb.split(","))
-    except ValueError:
-        p.error(f"--mb is {args.mb!r}; expected two numbers, LO,HI")
-    if not 0 < args.lo_mb <= args.hi_mb:
-        p.error(f"--mb is {args.mb!r}; expected 0 < LO <= HI")
+    O.check_draw_options(p, args)
     if args.check_targets and args.lo_mb < JUDGED_MB:
         p.error(f"--check-targets needs cases of at least {JUDGED_MB} MB (--mb {JUDGED_MB},...): "
                 "smaller ones run from cache")
-    for name in ("count", "repeats", "threads"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            p.error(f"--{name} is {value}; expected at least 1")
     return args
 
 
