@@ -156,15 +156,17 @@ static void dmls_simd_transpose(int W, const char *s, int64_t sj, char *d, int64
        source rows where a task has 256 or more: each destination row then
        gets 128 values a tile rather than 64.  Two builds side by side in
        one process (benchmarks/compare_builds.py: two passes, 2 threads, 7
-       repeats), with 128 rows for all cached tiles: 28 2-D one- and
+       repeats), with 128 rows for all cached tiles first: 28 2-D one- and
        two-byte transposes of 4-16 MB ran 1.04x faster by geometric mean
        (a control of the build against itself 0.98x), those of 10-15 MB
        1.11x (11, 0.96-1.27x), of 8.7-10 MB 1.01x and under 7 MB 0.99x;
        two earlier sets of 6-16 MB 1.05x and 1.09x (14) and 0.99x (16, the
        control 0.99x, single cases 0.87-1.16x); 2-D ones of 35-62 MB
-       through the L2 buffers 1.00-1.11x (7, uint8 1.04-1.11x).  Tiles of
-       256 rows ran 0.99x of 128; 128 rows of 4-byte values 1.03x from
-       cache but 0.94-0.97x on float32 gathers through the L2 buffers.
+       through the L2 buffers 1.00-1.11x (7, uint8 1.04-1.11x).  From 8
+       MiB only, as here, the 28 ran 1.055x (22 faster).  Tiles of 256
+       rows ran 0.99x of 128; 128 rows of 4-byte values 1.03x from cache
+       (1.02x on 16 float32 and uint32 ones of 8.7-12.3 MB, 0.93-1.21x)
+       but 0.94-0.97x on float32 gathers through the L2 buffers.
        Tiles written through the padded destination buffers (staged: see
        below), whose rows hold 64 values, keep 64 rows. */
     const int staged = W <= 2 && (dk % 2048 == 0 || (W == 1 && cached && dk % 1024 == 0 && sj % 1024 == 0));
