@@ -2782,17 +2782,23 @@ def tile_through_l2(plan: KernelPlan) -> bool:
             and kds % 64 != 0 and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
 
 
+def plain_transpose_tile(plan: KernelPlan) -> bool:
+    """Whether a plan is a tile not through L2 whose k is contiguous in the
+    source and j in the destination (a 2-D transpose, or one like it)."""
+    return (plan.mode == "tile" and plan.tile is not None and not plan.l2
+            and plan.tile[1] == plan.width and plan.inner[2] == plan.width)
+
+
 def memory_tile_segments(plan: KernelPlan) -> bool:
     """Whether a tile plan takes MEMORY_TILE_SEGMENT values per segment:
     TRANSPOSE_FROM_MEMORY bytes or more (or streaming), source rows of a line
     or more, destination rows off line boundaries (the plain tile path of
     tile.c, not the line-aligned streaming one), no L2 buffers, and rows of at
     least four such segments."""
-    if plan.mode != "tile" or plan.tile is None or plan.l2:
+    if not plain_transpose_tile(plan):
         return False
-    k, kss, kds = plan.tile
-    return ((plan.stream or plan.dst_bytes >= TRANSPOSE_FROM_MEMORY) and kss == plan.width
-            and plan.inner[2] == plan.width and k * plan.width >= 64 and kds % 64 != 0
+    k, _, kds = plan.tile
+    return ((plan.stream or plan.dst_bytes >= TRANSPOSE_FROM_MEMORY) and k * plan.width >= 64 and kds % 64 != 0
             and plan.inner[0] >= 4 * MEMORY_TILE_SEGMENT)
 
 
@@ -2801,13 +2807,9 @@ def tall_tile_segments(plan: KernelPlan) -> bool:
     two-byte values, TALL_TILE_MIN bytes or more, not streaming and not through
     L2, source rows of more than 128 bytes, destination rows a multiple of 2 KiB
     apart."""
-    if plan.mode != "tile" or plan.tile is None or plan.l2 or plan.stream or plan.width > 2:
+    if not plain_transpose_tile(plan) or plan.stream or plan.width > 2:
         return False
-    n, iss, ids = plan.inner
-    k, kss, kds = plan.tile
-    return (kss == plan.width and ids == plan.width and iss > 128
-            and plan.dst_bytes >= TALL_TILE_MIN
-            and kds % 2048 == 0)
+    return plan.inner[1] > 128 and plan.dst_bytes >= TALL_TILE_MIN and plan.tile[2] % 2048 == 0
 
 
 #: A transpose into destination rows back to back of at most this many bytes
@@ -2845,12 +2847,10 @@ def wide_band_segments(plan: KernelPlan) -> bool:
     destination row: two-byte values, streaming, not through L2,
     source rows more than 1 KiB apart, destination rows a multiple of 512
     bytes apart and rows of at least that many bytes."""
-    if plan.mode != "tile" or plan.tile is None or plan.l2 or not plan.stream or plan.width != 2:
+    if not plain_transpose_tile(plan) or not plan.stream or plan.width != 2:
         return False
-    n, iss, ids = plan.inner
-    k, kss, kds = plan.tile
-    return (kss == plan.width and ids == plan.width and iss > 1024 and kds % 512 == 0
-            and n * plan.width >= WIDE_BAND_BYTES)
+    n, iss, _ = plan.inner
+    return iss > 1024 and plan.tile[2] % 512 == 0 and n * plan.width >= WIDE_BAND_BYTES
 
 
 def streamed_pixel_segments(plan: KernelPlan) -> bool:
