@@ -214,10 +214,13 @@ def drawn(args: argparse.Namespace) -> list[Spec]:
             for i in range(args.count)]
 
 
-def one_pass(argv: list[str], order: str, specs: list[Spec]) -> tuple[int, dict[str, dict[str, Any]]]:
-    """Run one pass in a child process: its exit code and its results by case name."""
-    child = [a for a in argv if not a.startswith("--case")]
-    cmd = [sys.executable, str(Path(__file__).resolve()), *child, "--order", order]
+def one_pass(args: argparse.Namespace, order: str, specs: list[Spec]) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Run one pass in a child process, on the cases ``specs``: its exit code and
+    its results by case name."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--control" if args.control else str(args.base),
+           "--repeats", str(args.repeats), "--order", order]
+    if args.threads is not None:
+        cmd += ["--threads", str(args.threads)]
     for spec in specs:
         cmd += ["--case", case_arg(spec)]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -225,7 +228,6 @@ def one_pass(argv: list[str], order: str, specs: list[Spec]) -> tuple[int, dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.order is not None:
         return time_builds(args)
@@ -235,14 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    # (the named cases go to the children one by one, whatever their spelling here)
-    argv = [a for i, a in enumerate(argv) if a != "--case" and (i == 0 or argv[i - 1] != "--case")]
     label = "this build against a copy of itself" if args.control else f"this build against {args.base}"
     print(f"{label}: {len(specs)} cases, two passes ({', '.join(ORDERS)}) of {args.repeats} repeats;"
           " ratio = base time / this build's time", file=sys.stderr)
     passes = {}
     for order in ORDERS:
-        code, passes[order] = one_pass(argv, order, specs)
+        code, passes[order] = one_pass(args, order, specs)
         if code != 0:
             return code
     print(f"{'case':46s} {'MB':>6s} {'base GB/s':>9s} {'this GB/s':>9s} {'ratio 1':>7s} {'ratio 2':>7s} {'ratio':>6s}")
