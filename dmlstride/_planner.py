@@ -2752,6 +2752,23 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     gathers of 36-96 MB: int16 with 12 or 24 channels 0.61 -> 1.0 and 0.82 ->
     1.0 of the memcpy limit, 12 float32 0.78 -> 0.95, 24-48 uint8 0.57-0.69 ->
     0.78-0.89).
+
+    Line-aligned destination rows stream from the tile (tile.c) and keep out
+    of L2, except one-byte values from source rows CLOSE_ROW_BYTES apart at
+    most (an NHWC to NCHW uint8 gather into planes of a whole number of
+    lines: 224 x 224, 256 x 256 or 56 x 64 pixels), whose bands there write
+    one line of each destination row at a time: through L2 each row's piece
+    goes out whole.  Two builds side by side (benchmarks/compare_builds.py,
+    2 threads, two passes of 3 repeats), such gathers of 18-70 MB with
+    159-954 channels ran 1.40x faster by geometric mean (17 unnamed,
+    0.97-2.21x, 16 faster; 782 channels of 173 x 64, 7.4 -> 15.0 GB/s), and
+    1.04-2.30x in two earlier sets (9 and 10); 2-D uint8 transposes from rows
+    of 375-1022 bytes and NCHW to NHWC scatters of planes of under 1 KiB
+    into pixels of 640-1024 channels (17-52 MB) 1.51x (34, 0.99-2.25x, 33
+    faster).  Wider values so gathered measured 0.88-1.04x (12), 2-D uint8
+    transposes from rows further apart 0.83-1.11x (22) and NCHW to NHWC
+    scatters of larger planes into such pixels 0.72-1.35x (10): those keep
+    the tile.
     """
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
@@ -2779,7 +2796,7 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     contiguous = kds == n * w and (kds <= min(1024, CONTIG_BAND_BYTES * w // 64) if whole else
                                    kds <= L2_RAGGED_ROW or (kds <= 512 and k >= RAGGED_MIN_ROWS))
     return (k > SMALL_TILE and k * w >= L2_TILE_MIN_SOURCE_ROW and kss == w and plan.inner[2] == w
-            and kds % 64 != 0 and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
+            and (kds % 64 != 0 or (w == 1 and not far)) and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
 
 
 def plain_transpose_tile(plan: KernelPlan) -> bool:

@@ -3482,7 +3482,9 @@ def test_streaming_transposes_read_rows_1_kib_apart_a_line_at_a_time(dtype, src_
     src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [pitch, 1])
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, 256])
     plan = _engine.Plan([rows, cols], [pitch, 1], [1, 256], src_desc.element_bits).describe()
-    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
+    # (one-byte rows of 1 KiB, a line or more each, go through L2 instead)
+    l2 = "both" if itemsize == 1 and pitch_bytes == 1024 and cols >= 64 else "none"
+    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == l2
     src = _at_line_offset(src_desc.total_tensor_size_in_bytes, src_skew, cols + src_skew)
     dst = _at_line_offset(dst_desc.total_tensor_size_in_bytes + dst_skew + 64, 0, rows)
     before = dst.tobytes()
@@ -3701,8 +3703,47 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("float32", 129, 1000, True) == "both"      # pixels of 516 bytes
     assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
     assert l2("float32", 64, 1024, False) == "none"      # rows of whole lines
+    assert l2("uint8", 300, 1024, False) == "both"       # ... but one-byte values from pixels of 300 bytes
+    assert l2("uint8", 1100, 1024, False) == "none"      # pixels further apart than 1 KiB
+    assert l2("int16", 300, 1024, False) == "none"       # two-byte values
+    assert l2("uint8", 256, 1000, True) == "none"        # pixels of whole lines: the channels' planes far apart
     assert l2("float32", 7, 1000, False) == "none"       # few channels
     assert l2("float32", 64, 1000, True) == "none"       # rows back to back, 256 bytes
+
+
+@pytest.mark.parametrize("case", [
+    ("gather", (2, 300, 20, 64)), ("gather", (1, 577, 12, 128)), ("gather", (3, 130, 8, 192)),
+    ("gather", (1, 1000, 17, 64)),                      # NHWC to NCHW into planes of whole lines
+    ("scatter", (1, 1024, 13, 29)), ("scatter", (2, 512, 7, 31)),   # NCHW to NHWC, planes of under 1 KiB
+    ("matrix", (768, 301)), ("matrix", (640, 777)),     # into column-major rows of whole lines
+], ids=str)
+@pytest.mark.parametrize("dst_offset", [0, 64, 17])
+def test_one_byte_transposes_from_close_rows_into_whole_lines_through_l2(case, dst_offset, streaming, threads):
+    # uint8 source rows at most 1 KiB apart into destination rows of a whole
+    # number of lines go through L2, chunk by chunk, each destination row's
+    # piece written whole; the destination at, a line past and 17 bytes past
+    # its buffer's start (its rows then off line boundaries, the same
+    # strides).  Against numpy, with guard bytes before and after.
+    op, sizes = case
+    if op == "gather":
+        src_desc, dst_desc = _layout_pair("uint8", list(sizes), False)
+    elif op == "scatter":
+        src_desc, dst_desc = _layout_pair("uint8", list(sizes), True)
+    else:
+        src_desc = ds.BufferTensorDesc("uint8", list(sizes))
+        dst_desc = ds.BufferTensorDesc("uint8", list(sizes), strides=[1, sizes[0]])
+    assert dst_desc.effective_strides[3 if op == "scatter" else 1] % 64 == 0
+    plan = _engine.Plan(list(sizes), src_desc.effective_strides, dst_desc.effective_strides, 8).describe()
+    assert plan["mode"] == "tile" and plan["l2"] == "both" and plan["stream"], plan
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, sizes[1])
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect
+    if op == "gather":
+        nhwc = np.frombuffer(src, np.uint8, count=src_desc.total_tensor_size_in_bytes).reshape(
+            sizes[0], sizes[2], sizes[3], sizes[1])
+        np.testing.assert_array_equal(ds.gather(src, src_desc), nhwc.transpose(0, 3, 1, 2))
 
 
 def test_transposes_below_the_copy_streaming_size_stream_without_l2(threads):
@@ -6042,14 +6083,16 @@ def _check_pixels_scattered(dtype, sizes, skew):
 # Pixels of 512 or 1024 bytes (at most 512 values) go through the
 # contiguous tile wherever the destination starts, line-aligned or not
 # (one-byte pixels of 1024 values keep the line-aligned bands); its bands of
-# under 256 bytes of each plane ask for the band that far on.  Streamed, on
-# 1 and 2 threads, against numpy, guard bytes around.
+# under 256 bytes of each plane ask for the band that far on.  One-byte
+# planes of more than 1 KiB (closer ones go through L2: see
+# test_one_byte_transposes_from_close_rows_into_whole_lines_through_l2).
+# Streamed, on 1 and 2 threads, against numpy, guard bytes around.
 @pytest.mark.parametrize("dtype,channels", [("uint8", 512), ("uint8", 1024), ("int16", 256), ("int16", 512),
                                             ("float32", 128), ("float32", 256), ("float64", 64),
                                             ("float64", 128), ("int16", 184), ("float32", 156)], ids=str)
 @pytest.mark.parametrize("skew", [0, 16, 48])
 def test_pixels_of_512_and_1024_bytes(dtype, channels, skew, threads):
-    _check_pixels_scattered(dtype, (1, channels, 13, 29), skew)
+    _check_pixels_scattered(dtype, (1, channels, 37 if dtype == "uint8" else 13, 29), skew)
 
 
 # Transposes into destination rows a multiple of 512 bytes apart, from
@@ -6098,7 +6141,7 @@ def _scatter_case(dtype, sizes, order, seed):
                                                        strided.effective_strides, strided.element_bits).main
 
 
-@pytest.mark.parametrize("dtype,sizes", [("uint8", (320, 1201)), ("uint8", (768, 301)), ("int16", (288, 1201)),
+@pytest.mark.parametrize("dtype,sizes", [("uint8", (320, 1201)), ("uint8", (768, 1031)), ("int16", (288, 1201)),
                                          ("int16", (512, 333))], ids=str)
 @pytest.mark.parametrize("skew", [16, 40])
 def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, threads):
