@@ -2796,7 +2796,8 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     contiguous = kds == n * w and (kds <= min(1024, CONTIG_BAND_BYTES * w // 64) if whole else
                                    kds <= L2_RAGGED_ROW or (kds <= 512 and k >= RAGGED_MIN_ROWS))
     return (k > SMALL_TILE and k * w >= L2_TILE_MIN_SOURCE_ROW and kss == w and plan.inner[2] == w
-            and (kds % 64 != 0 or (w == 1 and not far)) and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
+            and (kds % 64 != 0 or (w == 1 and not far)) and not contiguous
+            and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
 
 
 def plain_transpose_tile(plan: KernelPlan) -> bool:

@@ -3674,12 +3674,14 @@ def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, cha
 
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
-    # values) go through L2 with streaming stores; line-aligned rows, short
-    # rows back to back (when not a whole number of micro-blocks: 256 or more
-    # of them, or rows of at most 256 bytes), small channel counts and source
-    # rows (pixels) of less than a line, and rows of up to 512 bytes of
-    # eight-byte values, do not; nor do tasks that write one destination run
-    # of at most STAGE_OVER_L2_BYTES (rows back to back), which are staged.
+    # values) go through L2 with streaming stores, and so do line-aligned
+    # ones of one-byte values from source rows at most 1 KiB apart; other
+    # line-aligned rows, short rows back to back (when not a whole number of
+    # micro-blocks: 256 or more of them, or rows of at most 256 bytes), small
+    # channel counts and source rows (pixels) of less than a line, and rows
+    # of up to 512 bytes of eight-byte values, do not; nor do tasks that
+    # write one destination run of at most STAGE_OVER_L2_BYTES (rows back to
+    # back), which are staged.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
