@@ -2753,23 +2753,13 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     1.0 of the memcpy limit, 12 float32 0.78 -> 0.95, 24-48 uint8 0.57-0.69 ->
     0.78-0.89).
 
-    Line-aligned destination rows stream from the tile (tile.c) and keep out
-    of L2, except one-byte values from source rows CLOSE_ROW_BYTES apart at
-    most (an NHWC to NCHW uint8 gather into planes of a whole number of
-    lines: 224 x 224, 256 x 256 or 56 x 64 pixels), whose bands there write
-    one line of each destination row at a time: through L2 each row's piece
-    goes out whole.  Two builds side by side (benchmarks/compare_builds.py,
-    2 threads, two passes of 3 repeats), such gathers of 18-70 MB with
-    159-954 channels ran 1.40x faster by geometric mean (17 unnamed,
-    0.97-2.21x, 16 faster; 782 channels of 173 x 64, 7.4 -> 15.0 GB/s), and
-    1.04-2.30x in two earlier sets (9 and 10); 2-D uint8 transposes from rows
-    of 375-1022 bytes and NCHW to NHWC scatters of planes of under 1 KiB
-    into pixels of 640-1024 channels (17-52 MB) 1.51x (34, 0.99-2.25x, 33
-    faster).  Wider values so gathered measured 0.88-1.04x (12), 2-D uint8
-    transposes from rows further apart 0.83-1.11x (22) and NCHW to NHWC
-    scatters of larger planes into such pixels 0.72-1.35x (10): those keep
-    the tile.
     """
+    return tile_l2_shape(plan) and plan.tile[2] % 64 != 0
+
+
+def tile_l2_shape(plan: KernelPlan) -> bool:
+    """Whether a streaming tile plan is one tile_through_l2 would take were
+    its destination rows off line boundaries: its size, rows and runs."""
     if plan.mode != "tile" or not plan.stream or plan.tile is None:
         return False
     far = plan.inner[1] > CLOSE_ROW_BYTES
@@ -2796,8 +2786,7 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     contiguous = kds == n * w and (kds <= min(1024, CONTIG_BAND_BYTES * w // 64) if whole else
                                    kds <= L2_RAGGED_ROW or (kds <= 512 and k >= RAGGED_MIN_ROWS))
     return (k > SMALL_TILE and k * w >= L2_TILE_MIN_SOURCE_ROW and kss == w and plan.inner[2] == w
-            and (kds % 64 != 0 or (w == 1 and not far)) and not contiguous
-            and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
+            and not contiguous and not (w == 8 and n * w <= L2_WIDE_SHORT_ROW))
 
 
 def plain_transpose_tile(plan: KernelPlan) -> bool:
@@ -2871,6 +2860,37 @@ def wide_band_segments(plan: KernelPlan) -> bool:
     return iss > 1024 and plan.tile[2] % 512 == 0 and n * plan.width >= WIDE_BAND_BYTES
 
 
+#: Streaming one-byte transposes from source rows at most CLOSE_ROW_BYTES
+#: apart into destination rows of whole lines (an NHWC to NCHW uint8 gather
+#: into planes of 224 x 224, 256 x 256 or 56 x 64 pixels; a 2-D uint8
+#: transpose from rows of under 1 KiB) take segments of this many values: the
+#: line-aligned bands (tile.c) then read each task's source as one run of 16
+#: bands, asking for each next band as they go, where segments of 64-128
+#: values (SEGMENT_ELEMS over a few hundred channels) made a task one or two
+#: bands and a run of its own: the copies of the size and shape that go
+#: through L2 where their rows are off line boundaries (tile_l2_shape), whose
+#: segments are as long.  Two builds side by side
+#: (benchmarks/compare_builds.py, 2 threads, two passes of 3 repeats), 17
+#: unnamed such gathers of 18-70 MB with 159-954 channels ran 1.40x faster by
+#: geometric mean (0.97-2.21x, 16 faster; 782 channels of 173 x 64 7.4 -> 15.0
+#: GB/s), 1.04-2.30x in two earlier sets (9 and 10), and 2-D transposes from
+#: rows of 375-1022 bytes 1.10-2.25x (24); with the contiguous tile's rule of
+#: tile.c (byte_bands), a fresh 28 of 18-65 MB (gathers, 2-D transposes, NCHW
+#: to NHWC scatters) 1.52x (1.10-1.99x, all faster).  Wider values measured
+#: 0.88-1.04x (12 gathers), one-byte transposes from rows further apart
+#: 0.83-1.11x (22), and keep theirs.
+BYTE_BAND_SEGMENT = 1024
+
+
+def byte_band_segments(plan: KernelPlan) -> bool:
+    """Whether a tile plan takes segments of BYTE_BAND_SEGMENT values: one-byte
+    values, streaming, not through L2, source rows at most CLOSE_ROW_BYTES
+    apart, destination rows of whole lines, of the shape and size that
+    tile_l2_shape takes."""
+    return (plan.mode == "tile" and plan.width == 1 and not plan.l2 and plan.tile is not None
+            and plan.inner[1] <= CLOSE_ROW_BYTES and plan.tile[2] % 64 == 0 and tile_l2_shape(plan))
+
+
 def streamed_pixel_segments(plan: KernelPlan) -> bool:
     """Whether a tile plan's segments go up to STREAM_TILE_ROW_BYTES of each
     destination row: two-byte values, streaming, not through L2, source rows
@@ -2902,6 +2922,8 @@ def split_segments(plan: KernelPlan, longest: int | None = None) -> None:
         plan.segment_len = min(inner_n, max(low, (SEGMENT_ELEMS // k) // 64 * 64))
         if plan.l2:  # at most as many rows as leave room for a chunk of k
             plan.segment_len = min(plan.segment_len, BLOCK_L2_ROOM // 128 // 64 * 64)
+        elif byte_band_segments(plan):
+            plan.segment_len = max(plan.segment_len, min(inner_n, BYTE_BAND_SEGMENT))
         elif tall_tile_segments(plan) and inner_n >= 2 * TALL_TILE_SEGMENT:
             plan.segment_len = max(plan.segment_len, TALL_TILE_SEGMENT)
         elif memory_tile_segments(plan):

@@ -3482,9 +3482,7 @@ def test_streaming_transposes_read_rows_1_kib_apart_a_line_at_a_time(dtype, src_
     src_desc = ds.BufferTensorDesc(dtype, [rows, cols], [pitch, 1])
     dst_desc = ds.BufferTensorDesc(dtype, [rows, cols], [1, 256])
     plan = _engine.Plan([rows, cols], [pitch, 1], [1, 256], src_desc.element_bits).describe()
-    # (one-byte rows of 1 KiB, a line or more each, go through L2 instead)
-    l2 = "both" if itemsize == 1 and pitch_bytes == 1024 and cols >= 64 else "none"
-    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == l2
+    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
     src = _at_line_offset(src_desc.total_tensor_size_in_bytes, src_skew, cols + src_skew)
     dst = _at_line_offset(dst_desc.total_tensor_size_in_bytes + dst_skew + 64, 0, rows)
     before = dst.tobytes()
@@ -3674,14 +3672,12 @@ def test_streamed_planes_with_rows_past_the_last_strip_of_every_width(dtype, cha
 
 def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     # Destination rows off line boundaries (planes of 1000, 129 or 41
-    # values) go through L2 with streaming stores, and so do line-aligned
-    # ones of one-byte values from source rows at most 1 KiB apart; other
-    # line-aligned rows, short rows back to back (when not a whole number of
-    # micro-blocks: 256 or more of them, or rows of at most 256 bytes), small
-    # channel counts and source rows (pixels) of less than a line, and rows
-    # of up to 512 bytes of eight-byte values, do not; nor do tasks that
-    # write one destination run of at most STAGE_OVER_L2_BYTES (rows back to
-    # back), which are staged.
+    # values) go through L2 with streaming stores; line-aligned rows, short
+    # rows back to back (when not a whole number of micro-blocks: 256 or more
+    # of them, or rows of at most 256 bytes), small channel counts and source
+    # rows (pixels) of less than a line, and rows of up to 512 bytes of
+    # eight-byte values, do not; nor do tasks that write one destination run
+    # of at most STAGE_OVER_L2_BYTES (rows back to back), which are staged.
     def l2(dtype, c, hw, to_channels_last):
         sizes = [2, c, 1, hw]
         src_desc, dst_desc = _layout_pair(dtype, sizes, to_channels_last)
@@ -3705,27 +3701,28 @@ def test_streaming_transposes_with_rows_off_lines_go_through_l2(streaming):
     assert l2("float32", 129, 1000, True) == "both"      # pixels of 516 bytes
     assert l2("float64", 300, 40, False) == "none"       # 320 bytes, back to back
     assert l2("float32", 64, 1024, False) == "none"      # rows of whole lines
-    assert l2("uint8", 300, 1024, False) == "both"       # ... but one-byte values from pixels of 300 bytes
-    assert l2("uint8", 1100, 1024, False) == "none"      # pixels further apart than 1 KiB
-    assert l2("int16", 300, 1024, False) == "none"       # two-byte values
-    assert l2("uint8", 256, 1000, True) == "none"        # pixels of whole lines: the channels' planes far apart
+    assert l2("uint8", 300, 1024, False) == "none"       # one-byte values too (bands of long segments)
     assert l2("float32", 7, 1000, False) == "none"       # few channels
     assert l2("float32", 64, 1000, True) == "none"       # rows back to back, 256 bytes
 
 
 @pytest.mark.parametrize("case", [
-    ("gather", (2, 300, 20, 64)), ("gather", (1, 577, 12, 128)), ("gather", (3, 130, 8, 192)),
-    ("gather", (1, 1000, 17, 64)),                      # NHWC to NCHW into planes of whole lines
-    ("scatter", (1, 1024, 13, 29)), ("scatter", (2, 512, 7, 31)),   # NCHW to NHWC, planes of under 1 KiB
-    ("matrix", (768, 301)), ("matrix", (640, 777)),     # into column-major rows of whole lines
+    ("gather", (8, 130, 16, 96)), ("gather", (8, 300, 24, 64)), ("gather", (16, 77, 9, 192)),
+    ("gather", (4, 200, 20, 192)),                      # NHWC to NCHW into planes of whole lines
+    ("matrix", (16448, 301)), ("matrix", (17408, 200)),  # into column-major rows of whole lines
+    ("scatter", (1, 640, 13, 29)), ("scatter", (2, 448, 7, 31)),    # NCHW to NHWC, planes of under 1 KiB
 ], ids=str)
 @pytest.mark.parametrize("dst_offset", [0, 64, 17])
-def test_one_byte_transposes_from_close_rows_into_whole_lines_through_l2(case, dst_offset, streaming, threads):
-    # uint8 source rows at most 1 KiB apart into destination rows of a whole
-    # number of lines go through L2, chunk by chunk, each destination row's
-    # piece written whole; the destination at, a line past and 17 bytes past
-    # its buffer's start (its rows then off line boundaries, the same
-    # strides).  Against numpy, with guard bytes before and after.
+def test_one_byte_bands_from_close_rows_into_whole_lines(case, dst_offset, streaming, threads):
+    # uint8 source rows at most 1 KiB apart into destination rows of whole
+    # lines, streamed: line-aligned bands, the rows of j cut into segments
+    # of 1024 values (16 bands a task; the matrices' and gathers' rows have
+    # more than that, the last segment short where 1024 does not divide
+    # them, and 16 tasks or more), and pixels of 448 or 640 bytes back to
+    # back kept in bands where the destination starts off a line (17 bytes
+    # past) rather than written as one contiguous run.  The destination at,
+    # a line past and 17 bytes past its buffer's start; against numpy, guard
+    # bytes around.
     op, sizes = case
     if op == "gather":
         src_desc, dst_desc = _layout_pair("uint8", list(sizes), False)
@@ -3736,7 +3733,9 @@ def test_one_byte_transposes_from_close_rows_into_whole_lines_through_l2(case, d
         dst_desc = ds.BufferTensorDesc("uint8", list(sizes), strides=[1, sizes[0]])
     assert dst_desc.effective_strides[3 if op == "scatter" else 1] % 64 == 0
     plan = _engine.Plan(list(sizes), src_desc.effective_strides, dst_desc.effective_strides, 8).describe()
-    assert plan["mode"] == "tile" and plan["l2"] == "both" and plan["stream"], plan
+    assert plan["mode"] == "tile" and plan["l2"] == "none" and plan["stream"], plan
+    if op != "scatter":
+        assert plan["inner"][0] > 1024 and plan["segment"] == 1024, plan
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, sizes[1])
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -6085,16 +6084,14 @@ def _check_pixels_scattered(dtype, sizes, skew):
 # Pixels of 512 or 1024 bytes (at most 512 values) go through the
 # contiguous tile wherever the destination starts, line-aligned or not
 # (one-byte pixels of 1024 values keep the line-aligned bands); its bands of
-# under 256 bytes of each plane ask for the band that far on.  One-byte
-# planes of more than 1 KiB (closer ones go through L2: see
-# test_one_byte_transposes_from_close_rows_into_whole_lines_through_l2).
-# Streamed, on 1 and 2 threads, against numpy, guard bytes around.
+# under 256 bytes of each plane ask for the band that far on.  Streamed, on
+# 1 and 2 threads, against numpy, guard bytes around.
 @pytest.mark.parametrize("dtype,channels", [("uint8", 512), ("uint8", 1024), ("int16", 256), ("int16", 512),
                                             ("float32", 128), ("float32", 256), ("float64", 64),
                                             ("float64", 128), ("int16", 184), ("float32", 156)], ids=str)
 @pytest.mark.parametrize("skew", [0, 16, 48])
 def test_pixels_of_512_and_1024_bytes(dtype, channels, skew, threads):
-    _check_pixels_scattered(dtype, (1, channels, 37 if dtype == "uint8" else 13, 29), skew)
+    _check_pixels_scattered(dtype, (1, channels, 13, 29), skew)
 
 
 # Transposes into destination rows a multiple of 512 bytes apart, from
@@ -6150,7 +6147,9 @@ def test_long_rows_of_whole_lines_back_to_back_off_a_line(dtype, sizes, skew, th
     # Rows of whole lines back to back (320-1024 bytes: a band of 16 KiB
     # takes less than a line of each source row), the destination off a
     # line boundary: the contiguous band in pieces of whole micro-block rows
-    # (not through L2); scattered against numpy, guard bytes around.
+    # (not through L2); scattered against numpy, guard bytes around.  (One-
+    # byte source rows of at most 1 KiB keep the line-aligned bands instead:
+    # see test_one_byte_bands_from_close_rows_into_whole_lines.)
     strided, values, plan_of = _scatter_case(dtype, sizes, (1, 0), 5)
     w, n = values.itemsize, strided.total_tensor_size_in_bytes
     with _stream_threshold(0):
