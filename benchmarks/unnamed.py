@@ -42,7 +42,6 @@ import options as O  # noqa: E402
 import dmlstride as ds  # noqa: E402
 
 TYPES = ("uint8", "int16", "float16", "float32", "uint32", "float64")
-FAMILIES = O.FAMILIES
 
 
 def _random_dims(rng: random.Random, ndim: int, elems: float) -> tuple[int, ...]:

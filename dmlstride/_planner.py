@@ -2752,7 +2752,6 @@ def tile_through_l2(plan: KernelPlan) -> bool:
     gathers of 36-96 MB: int16 with 12 or 24 channels 0.61 -> 1.0 and 0.82 ->
     1.0 of the memcpy limit, 12 float32 0.78 -> 0.95, 24-48 uint8 0.57-0.69 ->
     0.78-0.89).
-
     """
     return tile_l2_shape(plan) and plan.tile[2] % 64 != 0
 
@@ -2887,8 +2886,8 @@ def byte_band_segments(plan: KernelPlan) -> bool:
     values, streaming, not through L2, source rows at most CLOSE_ROW_BYTES
     apart, destination rows of whole lines, of the shape and size that
     tile_l2_shape takes."""
-    return (plan.mode == "tile" and plan.width == 1 and not plan.l2 and plan.tile is not None
-            and plan.inner[1] <= CLOSE_ROW_BYTES and plan.tile[2] % 64 == 0 and tile_l2_shape(plan))
+    return (plan.width == 1 and not plan.l2 and tile_l2_shape(plan)
+            and plan.inner[1] <= CLOSE_ROW_BYTES and plan.tile[2] % 64 == 0)
 
 
 def streamed_pixel_segments(plan: KernelPlan) -> bool:
