@@ -2135,6 +2135,37 @@ def test_blocks_from_memory_with_rows_off_line_boundaries(dtype, sizes, order, o
         assert out.tobytes() == raw.tobytes()
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op,streamed", [
+    ("uint32", (42, 24, 11, 38), (3, 2, 1, 0), "scatter", False),        # 126 rows of 1672 bytes of k
+    ("float64", (3, 17, 12, 20, 10), (3, 4, 1, 2, 0), "scatter", False),  # segments of 192 rows
+    ("float64", (2, 7, 36, 21, 13), (3, 4, 1, 2, 0), "gather", False),    # segments of 64 rows
+    ("float32", (49, 42, 7, 37), (2, 3, 1, 0), "gather", False),
+    ("float64", (13, 13, 6, 20, 4, 26), (2, 4, 5, 0, 3, 1), "gather", True),  # 16 MiB: streamed
+], ids=str)
+def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, streamed, threads):
+    # Blocks of four- and eight-byte values in place whose bands of 64 rows
+    # or more are 16 source lines long or longer ask for the lines of the
+    # tile 12 on rather than 2 (block.c's block_ahead), past a block's last
+    # tiles into the next block's: gathered and scattered against numpy on
+    # 1 and 2 threads.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    nbytes = desc.total_tensor_size_in_bytes
+    plan = transfer._plan(desc, op).describe()
+    width = plan["width"]
+    assert plan["mode"] == "block" and plan["l2"] == "none" and not plan["block"]["whole"]
+    assert plan["block"]["lines"] == 1 and width in (4, 8) and plan["stream"] == streamed
+    assert min(plan["segment"], plan["inner"][0]) >= 64
+    assert math.prod(n for n, _ in plan["block"]["k"]) * width >= 16 * 64
+    raw = _random_buffer(nbytes, sum(sizes))
+    expected = _numpy_gather(raw, desc)
+    if op == "gather":
+        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
+    else:
+        out = np.zeros(nbytes, np.uint8)
+        ds.scatter(expected, desc, out)
+        assert out.tobytes() == raw.tobytes()
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint32", (12, 41, 2, 44, 76), (1, 3, 4, 2, 0), "scatter"),
     ("float64", (3, 72, 21, 7, 54), (4, 1, 3, 0, 2), "scatter"),
