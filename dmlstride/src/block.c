@@ -39,14 +39,15 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2, DMLS_BAHEAD_LONG = 12, DML
 
 /* How many tiles ahead a block's tiles ask for their lines: DMLS_BAHEAD,
    but DMLS_BAHEAD_LONG for four- and eight-byte values in one-line-tall
-   tiles whose bands are long (DMLS_LONG_BAND_TILES tiles or more: rows of
-   128 bytes or more of k) and at least one band (DMLS_BJ rows) deep.  Such
-   a band reads its 64 rows a line each per tile, whose few instructions
-   a line left two lines ahead too close to hide the misses.  In one process
-   on the same buffers, the distance switched between samples (2 threads, 7
-   rounds), 13 unnamed 5-D and 6-D float32, uint32 and float64 permutations
-   of 17-71 MB so asked for (tuned among 39) ran 1.15x faster by geometric
-   mean (0.93-2.05x; a (25, 2, 38, 114, 28) float64 gather 1.8-2.0x); two
+   tiles whose bands are long (DMLS_LONG_BAND_TILES tiles or more: a KiB
+   or more of each source row) and at least one band (DMLS_BJ rows) deep.
+   Such a band reads its 64 rows a line each per tile, and a tile of these
+   values takes few instructions a line: two tiles ahead came too late to
+   hide the misses.  In one process on the same buffers, the distance
+   switched between samples (2 threads, 7 rounds), 13 unnamed 5-D and 6-D
+   float32, uint32 and float64 permutations of 17-71 MB so asked for (tuned
+   among 39) ran 1.20x faster by geometric mean (0.93-1.84x; a (25, 2, 38,
+   114, 28) float64 gather 1.8-2.0x in two runs); two
    fresh sets of 50 and 45 ran 1.04x (0.85-1.79x) and 1.07x (0.94-1.76x), and
    45 of 2-16 MB, from cache, 1.005x.  8 tiles ahead measured 1.05x on the
    second fresh set, 20 below 12 on the tuning set; one- and two-byte values
