@@ -2110,6 +2110,20 @@ def test_block_cases_reach_whole_and_segmented_blocks():
         assert (True, True) in kinds()
 
 
+def _check_one_way(desc, op, seed):
+    """Gather from a random buffer, or scatter its values back into a zeroed
+    one, and compare with numpy."""
+    nbytes = desc.total_tensor_size_in_bytes
+    raw = _random_buffer(nbytes, seed)
+    expected = _numpy_gather(raw, desc)
+    if op == "gather":
+        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
+    else:
+        out = np.zeros(nbytes, np.uint8)
+        ds.scatter(expected, desc, out)
+        assert out.tobytes() == raw.tobytes()
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op,whole", [
     ("int16", (5, 3, 5, 636, 124, 2), (4, 0, 3, 5, 1, 2), "gather", False),       # rows of 30 bytes, streamed
     ("uint8", (120, 2, 34, 7, 19, 23), (3, 5, 0, 1, 2, 4), "scatter", False),     # rows of 23 bytes
@@ -2125,14 +2139,7 @@ def test_blocks_from_memory_with_rows_off_line_boundaries(dtype, sizes, order, o
     plan = transfer._plan(desc, op).describe()
     assert plan["mode"] == "block" and plan["l2"] == "none" and plan["block"]["whole"] == whole
     assert math.prod(n for n, _ in plan["block"]["k"]) * plan["width"] % 64 != 0
-    raw = _random_buffer(nbytes, sum(sizes))
-    expected = _numpy_gather(raw, desc)
-    if op == "gather":
-        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
-    else:
-        out = np.zeros(nbytes, np.uint8)
-        ds.scatter(expected, desc, out)
-        assert out.tobytes() == raw.tobytes()
+    _check_one_way(desc, op, sum(sizes))
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op,streamed", [
@@ -2149,21 +2156,13 @@ def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, st
     # tiles into the next block's: gathered and scattered against numpy on
     # 1 and 2 threads.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    nbytes = desc.total_tensor_size_in_bytes
     plan = transfer._plan(desc, op).describe()
     width = plan["width"]
     assert plan["mode"] == "block" and plan["l2"] == "none" and not plan["block"]["whole"]
     assert plan["block"]["lines"] == 1 and width in (4, 8) and plan["stream"] == streamed
     assert min(plan["segment"], plan["inner"][0]) >= 64
     assert math.prod(n for n, _ in plan["block"]["k"]) * width >= 16 * 64
-    raw = _random_buffer(nbytes, sum(sizes))
-    expected = _numpy_gather(raw, desc)
-    if op == "gather":
-        assert ds.gather(raw, desc).tobytes() == expected.tobytes()
-    else:
-        out = np.zeros(nbytes, np.uint8)
-        ds.scatter(expected, desc, out)
-        assert out.tobytes() == raw.tobytes()
+    _check_one_way(desc, op, sum(sizes))
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op", [
