@@ -47,11 +47,11 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2, DMLS_BAHEAD_LONG = 12, DML
    switched between samples (2 threads, 7 rounds), 13 unnamed 5-D and 6-D
    float32, uint32 and float64 permutations of 17-71 MB so asked for (tuned
    among 39) ran 1.20x faster by geometric mean (0.93-1.84x; a (25, 2, 38,
-   114, 28) float64 gather 1.8-2.0x in two runs); two
-   fresh sets of 50 and 45 ran 1.04x (0.85-1.79x) and 1.07x (0.94-1.76x), and
-   45 of 2-16 MB, from cache, 1.005x.  8 tiles ahead measured 1.05x on the
-   second fresh set, 20 below 12 on the tuning set; one- and two-byte values
-   1.01x (30 of 16-70 MB, 6 or 12 ahead), and keep 2. */
+   114, 28) float64 gather 1.8-2.0x in two runs); two fresh sets of 50 and
+   45 ran 1.04x (0.85-1.79x) and 1.07x (0.94-1.76x), and 45 of 2-16 MB,
+   from cache, 1.005x.  8 tiles ahead measured 1.05x on the second fresh
+   set, 20 below 12 on the tuning set; one- and two-byte values 1.01x (30
+   of 16-70 MB, 6 or 12 ahead), and keep 2. */
 static inline int64_t block_ahead(int W, int64_t L, int64_t jn, int64_t ntk) {
     return W >= 4 && L == 1 && jn >= DMLS_BJ && ntk >= DMLS_LONG_BAND_TILES ? DMLS_BAHEAD_LONG : DMLS_BAHEAD;
 }
