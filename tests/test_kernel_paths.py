@@ -3777,6 +3777,24 @@ def test_one_byte_bands_from_close_rows_into_whole_lines(case, dst_offset, strea
         np.testing.assert_array_equal(ds.gather(src, src_desc), nhwc.transpose(0, 3, 1, 2))
 
 
+
+@pytest.mark.parametrize("sizes", [(2, 272, 13, 29), (1, 400, 15, 33), (1, 464, 11, 31)], ids=str)
+@pytest.mark.parametrize("dst_offset", [0, 17])
+def test_one_byte_pixels_off_whole_lines_stay_one_contiguous_run(sizes, dst_offset, streaming, threads):
+    # NCHW to NHWC uint8 scatters from planes under 1 KiB into pixels of
+    # 272-464 bytes, not whole lines: streamed as one contiguous run (the
+    # one-byte bands are for pixels of whole lines only).  The destination at
+    # and 17 bytes past its buffer's start; against numpy, guard bytes around.
+    src_desc, dst_desc = _layout_pair("uint8", list(sizes), True)
+    assert dst_desc.effective_strides[3] % 64 != 0
+    plan = _engine.Plan(list(sizes), src_desc.effective_strides, dst_desc.effective_strides, 8).describe()
+    assert plan["mode"] == "tile" and plan["l2"] == "none" and plan["stream"], plan
+    src = _random_buffer(src_desc.total_tensor_size_in_bytes, sizes[1])
+    dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
+    expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+    ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+    assert bytes(dst) == expect
+
 def test_transposes_below_the_copy_streaming_size_stream_without_l2(threads):
     # Between the transposes' streaming size (3/8 of the limit) and the limit
     # itself, a transpose with rows off lines streams from the cached tile;

@@ -437,7 +437,8 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
            (1.17-1.74x), and in one process, the plans alternating, 384, 448
            and 576 channels 1.32x, 1.43x and 1.64x; pixels of 512 and 1024
            bytes measured 0.69-0.99x, and keep the contiguous tile. */
-        const int byte_bands = w == 1 && iss <= DMLS_CLOSE_ROW_BYTES && kds > 256 && kds % 512 != 0;
+        const int byte_bands = w == 1 && iss <= DMLS_CLOSE_ROW_BYTES && kds > 256 && kds % 64 == 0 &&
+                               kds % 512 != 0;
         if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && !pixels_512 &&
                 (w >= 4 || (w == 2 && kds < DMLS_JOINED_TWO_BYTE_ROWS))) {
             /* Rows of whole lines back to back, off a line boundary (an
