@@ -648,6 +648,7 @@ class BlockGroups:
     whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
     next: bool = False                # in place or whole: ask for the next block's lines
     dst_ahead: bool = True            # in place or whole: ask for the destination lines of the tiles ahead
+    far: bool = False                 # long bands of 4- and 8-byte values ask further ahead (BLOCK_FAR_ASKS)
     join: int = 0                     # whole: at most this many blocks a buffer (block_join)
 
 
@@ -1173,6 +1174,17 @@ def whole_asks_ahead(block_bytes: int) -> bool:
 #: requests pay from L3 (a 9.1 MB float32 gather 0.53x without them).
 BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
 
+#: Blocks of four- and eight-byte values whose bands are long (a KiB or more
+#: of each of 64 or more source rows) ask for the lines of the tile 12 ahead
+#: rather than 2 (BlockGroups.far; block.c's block_ahead says when) only on
+#: a machine with a small L3 (SMALL_L3).  There (an AMD EPYC, Zen 3) such
+#: blocks from memory ran 1.04-1.07x faster by geometric mean on fresh sets;
+#: on an Intel Xeon with a 480 MiB L3, in one process on the same buffers,
+#: the distance switched between samples (2 threads, 7 rounds), 2 ahead ran
+#: 1.03x faster than 12 on 40 unnamed such blocks of 19-67 MB (0.86-1.46x)
+#: and 1.11x on 25 of power-of-two dimensions (0.83-2.25x).
+BLOCK_FAR_ASKS = SMALL_L3
+
 
 #: Whole blocks are joined along the innermost outer dimension where its
 #: destination stride is the block's row (J's values): each block's k rows
@@ -1489,7 +1501,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         block=BlockGroups(j=[(n, a) for n, a, _ in jgroup], k=[(n, b) for n, _, b in kgroup],
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
                           lines=lines, whole=whole, next=nxt,
-                          dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL, join=join), l2=l2)
+                          dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL, far=BLOCK_FAR_ASKS and width >= 4,
+                          join=join), l2=l2)
 
 
 #: A transpose planned as a tile whose shorter side is under
@@ -3275,5 +3288,5 @@ def describe(plan: CopyPlan) -> dict:
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
                          "lines": m.block.lines, "whole": bool(m.block.whole),
                          "next": bool(m.block.next), "dst_ahead": bool(m.block.dst_ahead),
-                         "join": m.block.join}
+                         "far": bool(m.block.far), "join": m.block.join}
     return info

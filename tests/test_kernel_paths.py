@@ -2149,20 +2149,36 @@ def test_blocks_from_memory_with_rows_off_line_boundaries(dtype, sizes, order, o
     ("float32", (49, 42, 7, 37), (2, 3, 1, 0), "gather", False),
     ("float64", (13, 13, 6, 20, 4, 26), (2, 4, 5, 0, 3, 1), "gather", True),  # 16 MiB: streamed
 ], ids=str)
-def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, streamed, threads):
+@pytest.mark.parametrize("far", [True, False], ids=["far", "near"])
+def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, streamed, far, threads,
+                                                     monkeypatch):
     # Blocks of four- and eight-byte values in place whose bands of 64 rows
     # or more are 16 source lines long or longer ask for the lines of the
-    # tile 12 on rather than 2 (block.c's block_ahead), past a block's last
-    # tiles into the next block's: gathered and scattered against numpy on
-    # 1 and 2 threads.
+    # tile 12 on rather than 2 (block.c's block_ahead) where the plan says
+    # so (BLOCK_FAR_ASKS: a small L3), past a block's last tiles into the
+    # next block's: gathered and scattered against numpy on 1 and 2
+    # threads, asking far and near whatever this machine's L3.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    plan = transfer._plan(desc, op).describe()
-    width = plan["width"]
-    assert plan["mode"] == "block" and plan["l2"] == "none" and not plan["block"]["whole"]
-    assert plan["block"]["lines"] == 1 and width in (4, 8) and plan["stream"] == streamed
-    assert min(plan["segment"], plan["inner"][0]) >= 64
-    assert math.prod(n for n, _ in plan["block"]["k"]) * width >= 16 * 64
-    _check_one_way(desc, op, sum(sizes))
+    monkeypatch.setattr(_planner, "BLOCK_FAR_ASKS", far)
+    with _stream_threshold(_planner.stream_min_total):   # (drops plans made with the other value)
+        plan = transfer._plan(desc, op).describe()
+        width = plan["width"]
+        assert plan["mode"] == "block" and plan["l2"] == "none" and not plan["block"]["whole"]
+        assert plan["block"]["lines"] == 1 and width in (4, 8) and plan["stream"] == streamed
+        assert plan["block"]["far"] == far
+        assert min(plan["segment"], plan["inner"][0]) >= 64
+        assert math.prod(n for n, _ in plan["block"]["k"]) * width >= 16 * 64
+        _check_one_way(desc, op, sum(sizes))
+
+
+def test_only_a_small_l3_asks_far():
+    # The far asks are the small L3's (BLOCK_FAR_ASKS), and only blocks of
+    # four- and eight-byte values carry them.
+    assert _planner.BLOCK_FAR_ASKS == _planner.SMALL_L3
+    wide = transfer._plan(ds.BufferTensorDesc.from_layout("float32", (49, 42, 7, 37), (2, 3, 1, 0)), "gather")
+    assert wide.describe()["block"]["far"] == _planner.SMALL_L3
+    narrow = transfer._plan(ds.BufferTensorDesc.from_layout("int16", (6, 6, 130, 57, 30), (4, 1, 2, 3, 0)), "gather")
+    assert narrow.describe()["mode"] == "block" and not narrow.describe()["block"]["far"]
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op", [

@@ -37,24 +37,6 @@
    {d + kd[k] + j * W}, for j < jn and k < kn. */
 enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2, DMLS_BAHEAD_LONG = 12, DMLS_LONG_BAND_TILES = 16 };
 
-/* How many tiles ahead a block's tiles ask for their lines: DMLS_BAHEAD,
-   but DMLS_BAHEAD_LONG for four- and eight-byte values in one-line-tall
-   tiles whose bands are long (DMLS_LONG_BAND_TILES tiles or more: a KiB
-   or more of each source row) and at least one band (DMLS_BJ rows) deep.
-   Such a band reads its 64 rows a line each per tile, and a tile of these
-   values takes few instructions a line: two tiles ahead came too late to
-   hide the misses.  In one process on the same buffers, the distance
-   switched between samples (2 threads, 7 rounds), 13 unnamed 5-D and 6-D
-   float32, uint32 and float64 permutations of 17-71 MB so asked for (tuned
-   among 39) ran 1.20x faster by geometric mean (0.93-1.84x; a (25, 2, 38,
-   114, 28) float64 gather 1.8-2.0x in two runs); two fresh sets of 50 and
-   45 ran 1.04x (0.85-1.79x) and 1.07x (0.94-1.76x), and 45 of 2-16 MB,
-   from cache, 1.005x.  8 tiles ahead measured 1.05x on the second fresh
-   set, 20 below 12 on the tuning set; one- and two-byte values 1.01x (30
-   of 16-70 MB, 6 or 12 ahead), and keep 2. */
-static inline int64_t block_ahead(int W, int64_t L, int64_t jn, int64_t ntk) {
-    return W >= 4 && L == 1 && jn >= DMLS_BJ && ntk >= DMLS_LONG_BAND_TILES ? DMLS_BAHEAD_LONG : DMLS_BAHEAD;
-}
 /* Blocks of one- to four-byte values in place ask for the destination
    lines of the tile ahead where the destination rows are up to this many
    bytes (eight-byte values up to 256).  In one process on the same
@@ -92,15 +74,45 @@ static inline int64_t block_ahead(int W, int64_t L, int64_t jn, int64_t ntk) {
    those of wide bands too (the destination is in memory).  Copies the
    caches hold ask for their source lines alone (the planner's
    BLOCK_DST_AHEAD_MIN_TOTAL). */
-enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2, DMLS_ASK_DST_ROWS = 4, DMLS_ASK_SRC_TAIL = 8 };
+enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2, DMLS_ASK_DST_ROWS = 4, DMLS_ASK_SRC_TAIL = 8,
+       DMLS_ASK_FAR = 16 };
 /* DMLS_ASK_SRC_TAIL: with DMLS_ASK_SRC, ask for the line of each source
    row's last byte as well (see block_tiles), for copies that write at
    least this many bytes: their source and destination together no longer
    fit the L3 (32 MiB), and the row's last line comes from memory. */
 #define DMLS_ASK_TAIL_MIN_BYTES ((int64_t)16 << 20)
+/* DMLS_ASK_FAR: long bands of four- and eight-byte values ask further
+   ahead (block_ahead), where the plan says so (block_far). */
+static int far_asks(const dmls_plan *p) {
+    return p->block_far ? DMLS_ASK_FAR : 0;
+}
 /* What a plan's blocks ask for of their source. */
 static int source_asks(const dmls_plan *p) {
-    return DMLS_ASK_SRC | (p->dst_bytes >= DMLS_ASK_TAIL_MIN_BYTES ? DMLS_ASK_SRC_TAIL : 0);
+    return DMLS_ASK_SRC | (p->dst_bytes >= DMLS_ASK_TAIL_MIN_BYTES ? DMLS_ASK_SRC_TAIL : 0) | far_asks(p);
+}
+/* How many tiles ahead a block's tiles ask for their lines: DMLS_BAHEAD,
+   but DMLS_BAHEAD_LONG for four- and eight-byte values in one-line-tall
+   tiles whose bands are long (DMLS_LONG_BAND_TILES tiles or more: a KiB
+   or more of each source row) and at least one band (DMLS_BJ rows) deep.
+   Such a band reads its 64 rows a line each per tile, and a tile of these
+   values takes few instructions a line: two tiles ahead came too late to
+   hide the misses.  In one process on the same buffers, the distance
+   switched between samples (2 threads, 7 rounds), 13 unnamed 5-D and 6-D
+   float32, uint32 and float64 permutations of 17-71 MB so asked for (tuned
+   among 39) ran 1.20x faster by geometric mean (0.93-1.84x; a (25, 2, 38,
+   114, 28) float64 gather 1.8-2.0x in two runs); two fresh sets of 50 and
+   45 ran 1.04x (0.85-1.79x) and 1.07x (0.94-1.76x), and 45 of 2-16 MB,
+   from cache, 1.005x.  8 tiles ahead measured 1.05x on the second fresh
+   set, 20 below 12 on the tuning set; one- and two-byte values 1.01x (30
+   of 16-70 MB, 6 or 12 ahead), and keep 2.  All that on an AMD EPYC
+   (Zen 3, a 32 MiB L3); on an Intel Xeon (2 MiB of L2 a core, a 480 MiB
+   L3) the same switch ran 12 ahead 0.97x against 2 (65 such blocks, 1-4
+   ahead within 1.5% of one another), the harness's 8-D float32 gather
+   0.67x, so only plans that say so (DMLS_ASK_FAR: the planner's
+   BLOCK_FAR_ASKS) ask that far. */
+static inline int64_t block_ahead(int W, int64_t L, int64_t jn, int64_t ntk, int pf) {
+    return (pf & DMLS_ASK_FAR) && W >= 4 && L == 1 && jn >= DMLS_BJ && ntk >= DMLS_LONG_BAND_TILES
+        ? DMLS_BAHEAD_LONG : DMLS_BAHEAD;
 }
 #if DMLSTRIDE_HAVE_SIMD
 /* The register micro-kernel for one N x N micro-block at (k, j) of a tile,
@@ -141,7 +153,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
     const int64_t TJ = DMLS_BJ / L, TK = 64 * L / W;
     const int64_t SP = 64 * L + 16, DP = W * TJ + DMLS_BPAD;
     const int64_t ntj = (jn + TJ - 1) / TJ, ntk = (kn + TK - 1) / TK;
-    const int64_t ahead = block_ahead(W, L, jn, ntk);
+    const int64_t ahead = block_ahead(W, L, jn, ntk, pf);
     int64_t kb, jb, k, j, nk, nj, nkf, njf, t, q;
     int padk = 0, padj = 0;
     (void)nt;   /* streaming lines need the SIMD variant */
@@ -502,7 +514,7 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
             if (p->l2 == DMLS_L2_SOURCE) {
                 dmls_rows_to_l2(sb, sp, s + k0 * w, js + j0, 0, nj, n * w);
                 block_transpose(p->width, sb, srows, nj, d + j0 * w, kd + k0, n, 0, p->block_stage_dst,
-                                p->block_lines, 0, DMLS_ASK_DST_ROWS, tiles, NULL, NULL);
+                                p->block_lines, 0, DMLS_ASK_DST_ROWS | far_asks(p), tiles, NULL, NULL);
                 continue;
             }
             block_transpose(p->width, s + k0 * w, js + j0, nj, db, drows, n, p->block_stage_src, 0,
