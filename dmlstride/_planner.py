@@ -28,6 +28,7 @@ All strides here are in bytes (in nibbles on a 4-bit side).
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -63,6 +64,7 @@ L3_BOUNDS = {
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
     "WHOLE_AHEAD_MAX_BYTES": (5 << 16, 64 << 10),
+    "BLOCK_TALL_ALIASED_ROWS": (64, 4),
 }
 
 
@@ -296,6 +298,32 @@ BLOCK_L2_WIDE_TIMES = 2
 #: buffers may pay again (unmeasured here).
 BLOCK_L2_IN_PLACE = True
 
+
+#: A block tile one line tall reads a line from each of BLOCK_DEPTH source
+#: rows (the C side's DMLS_BJ).
+BLOCK_DEPTH = 64
+#: Bytes of one way of the L2 (its size over its ways: 64 KiB on an AMD Zen 3
+#: core's 512 KiB of 8 ways, 128 KiB on an Intel Xeon's 2 MiB of 16): source
+#: rows a multiple of it apart in a buffer of huge pages (numpy asks for them
+#: for large arrays) share an L2 set (rows_per_l2_set).
+L2_WAY_BYTES = 64 << 10
+#: Blocks of four- and eight-byte values streamed in place whose band of
+#: BLOCK_DEPTH source rows puts more than this many in one L2 set take tiles
+#: four lines tall (16 rows, a quarter of the lines in that set at a time;
+#: the streaming stores still write whole lines).  One line tall, a band's
+#: lines and those asked for ahead evict one another from the L2 before they
+#: are used: on an Intel Xeon (2 MiB of L2 a core, a 480 MiB L3), in one
+#: process on the same buffers, the plans switched between samples (2
+#: threads, 5 rounds), 30 permutations of 4-D to 8-D power-of-two
+#: dimensions of 34-67 MB so planned ran 1.47x faster by geometric mean
+#: (0.85-2.51x; a float64 (64, 128, 2, 128, 4) gather 7.1 -> 17 GB/s, and
+#: with 4 KiB pages rather than huge ones the one-line tiles ran 2-2.5x
+#: faster themselves); more than 8 or 16 rows a set 1.42x and 1.26x.  Four
+#: lines tall for every such block, whatever its rows, measured 0.94x on 40
+#: unnamed ones (0.52-1.25x).  Unmeasured on a machine with a small L3 (an
+#: AMD EPYC of 32 MiB), where they stay one line tall (64, BLOCK_DEPTH: no
+#: band puts more rows than that in a set).
+BLOCK_TALL_ALIASED_ROWS = l3_bound("BLOCK_TALL_ALIASED_ROWS")
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
 #: source lines tall below this many bytes, one line tall from it (plan_block).
@@ -790,6 +818,18 @@ def take_group(dims: list[Dim], side: int, unit: int, limit: int, first: Dim | N
         group.append((n, a, b))
         total *= n
     return group, total
+
+
+def rows_per_l2_set(group: list[Dim], side: int, rows: int) -> int:
+    """How many of the first ``rows`` group elements (at most BLOCK_DEPTH)
+    share an offset modulo L2_WAY_BYTES: with the buffer in huge pages, the
+    same L2 set."""
+    offsets = [0]
+    for n, *strides in group:
+        offsets = [o + i * strides[side - 1] for i in range(n) for o in offsets][:rows]
+        if len(offsets) == rows:
+            break
+    return max(collections.Counter(o % L2_WAY_BYTES for o in offsets).values())
 
 
 def rows_per_l1_set(group: list[Dim], side: int, rows: int) -> int:
@@ -1494,6 +1534,12 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     segments = -(-jtot // seg)
     nxt = (not l2 and not stream and segments == 1 and dst_bytes >= BLOCK_NEXT_MIN_TOTAL
            and (not whole or whole_asks_ahead(jtot * ktot * width)))
+    if (stream and not l2 and lines == 1 and width >= 4
+            and rows_per_l2_set(jgroup, 1, BLOCK_DEPTH) > BLOCK_TALL_ALIASED_ROWS):
+        # Streamed in place with source rows in few L2 sets: tiles four
+        # lines tall, a quarter as many rows at once (BLOCK_TALL_ALIASED_ROWS).
+        lines = 4
+        stage_src = rows_per_l1_set(jgroup, 1, 16) > 8
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,

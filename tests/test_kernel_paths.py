@@ -2171,6 +2171,57 @@ def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, st
         _check_one_way(desc, op, sum(sizes))
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("float64", (64, 8, 32, 32), (1, 3, 2, 0), "scatter"),          # 64 rows of a band in one L2 set
+    ("uint32", (2, 8, 4, 8, 32, 32), (5, 2, 1, 0, 3, 4), "gather"),  # 32 rows of J, in one set
+    ("float32", (2, 2, 32, 4, 16, 64), (4, 5, 0, 3, 1, 2), "scatter"),
+    ("float64", (16, 64, 2, 8, 32), (4, 3, 2, 1, 0), "scatter"),     # 512 values of k
+    ("uint32", (2, 8, 64, 16, 2, 16), (4, 2, 5, 3, 1, 0), "scatter"),  # 32 values of k: one short tile
+    ("float32", (2, 16, 8, 32, 32), (4, 3, 0, 1, 2), "gather"),      # source not staged
+], ids=str)
+@pytest.mark.parametrize("skew", [0, 16], ids=["on-line", "16-past"])
+def test_blocks_of_rows_in_few_l2_sets_take_tall_tiles(dtype, sizes, order, op, skew, threads, monkeypatch):
+    # Blocks of four- and eight-byte values streamed in place whose band's
+    # source rows share L2 sets (power-of-two strides) take tiles four lines
+    # tall, streaming whole lines still (the rows past a line offset, skew
+    # 16, with ordinary stores): the large L3's bound, forced here, against
+    # numpy, guard bytes around, on 1 and 2 threads.
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    nbytes = desc.total_tensor_size_in_bytes
+    monkeypatch.setattr(_planner, "BLOCK_TALL_ALIASED_ROWS", _planner.l3_bound("BLOCK_TALL_ALIASED_ROWS", False))
+    with _stream_threshold(1 << 20):   # (streams these copies of 1.6-4 MB)
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "block" and plan["stream"] and plan["l2"] == "none"
+        assert plan["block"]["lines"] == 4 and not plan["block"]["whole"]
+        j = [(n, a, 0) for n, a in plan["block"]["j"]]
+        assert _planner.rows_per_l2_set(j, 1, _planner.BLOCK_DEPTH) > _planner.BLOCK_TALL_ALIASED_ROWS
+        src = _at_line_offset(nbytes + 64, skew, sum(sizes))
+        expected = _numpy_gather(src[32:], desc)
+        if op == "gather":
+            assert ds.gather(src, desc, offset=32).tobytes() == expected.tobytes()
+            out = np.empty(desc.sizes, expected.dtype)
+            ds.gather(src, desc, offset=32, out=out)
+            assert out.tobytes() == expected.tobytes()
+        else:
+            out = _at_line_offset(nbytes + 128, skew, 7)
+            _check_scatter(expected, desc, out, offset=64)
+        # A small L3 keeps them one line tall.
+        monkeypatch.setattr(_planner, "BLOCK_TALL_ALIASED_ROWS", _planner.l3_bound("BLOCK_TALL_ALIASED_ROWS", True))
+        _engine._set_stream_min_total(1 << 20)   # (drops the plan made above)
+        assert transfer._plan(desc, op).describe()["block"]["lines"] == 1
+
+
+def test_rows_per_l2_set_counts_the_band():
+    # Rows sharing an offset modulo 64 KiB among a group's first rows, by
+    # hand: 64 rows 4 KiB apart take 16 offsets, 4 rows each.
+    assert _planner.rows_per_l2_set([(64, 4096, 0)], 1, 64) == 4
+    assert _planner.rows_per_l2_set([(64, 1 << 17, 0)], 1, 64) == 64
+    assert _planner.rows_per_l2_set([(8, 4096, 0), (8, 1 << 17, 0)], 1, 64) == 8
+    assert _planner.rows_per_l2_set([(8, 4096, 0), (64, 1 << 17, 0)], 1, 64) == 8   # the first 64 rows only
+    assert _planner.rows_per_l2_set([(3, 0, 1 << 16), (5, 0, 100)], 2, 64) == 3
+    assert _planner.rows_per_l2_set([(100, 68, 0)], 1, 64) == 1
+
+
 def test_only_a_small_l3_asks_far():
     # The far asks are the small L3's (BLOCK_FAR_ASKS), and only blocks of
     # four- and eight-byte values carry them.
