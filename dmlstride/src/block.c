@@ -105,10 +105,11 @@ static int source_asks(const dmls_plan *p) {
    from cache, 1.005x.  8 tiles ahead measured 1.05x on the second fresh
    set, 20 below 12 on the tuning set; one- and two-byte values 1.01x (30
    of 16-70 MB, 6 or 12 ahead), and keep 2.  All that on an AMD EPYC
-   (Zen 3, a 32 MiB L3); on an Intel Xeon (2 MiB of L2 a core, a 480 MiB
-   L3) the same switch ran 12 ahead 0.97x against 2 (65 such blocks, 1-4
-   ahead within 1.5% of one another), the harness's 8-D float32 gather
-   0.67x, so only plans that say so (DMLS_ASK_FAR: the planner's
+   (Zen 3, a 32 MiB L3).  On an Intel Xeon (2 MiB of L2 a core, a 480 MiB
+   L3) the same switch ran 2 ahead 1.03x faster than 12 on 40 unnamed such
+   blocks and 1.11x on 25 of power-of-two dimensions (1, 3 and 4 ahead
+   within 1.5% of 2), and two builds side by side 1.057x on those 65
+   (0.94-1.83x), so only plans that say so (DMLS_ASK_FAR: the planner's
    BLOCK_FAR_ASKS) ask that far. */
 static inline int64_t block_ahead(int W, int64_t L, int64_t jn, int64_t ntk, int pf) {
     return (pf & DMLS_ASK_FAR) && W >= 4 && L == 1 && jn >= DMLS_BJ && ntk >= DMLS_LONG_BAND_TILES
