@@ -316,9 +316,9 @@ L2_WAY_BYTES = 64 << 10
 #: process on the same buffers, the plans switched between samples (2
 #: threads, 5 rounds), 30 permutations of 4-D to 8-D power-of-two
 #: dimensions of 34-67 MB so planned ran 1.47x faster by geometric mean
-#: (0.85-2.51x; a float64 (64, 128, 2, 128, 4) gather 7.1 -> 17 GB/s, and
-#: with 4 KiB pages rather than huge ones the one-line tiles ran 2-2.5x
-#: faster themselves); more than 8 or 16 rows a set 1.42x and 1.26x.  Four
+#: (0.85-2.51x; a float64 (64, 128, 2, 128, 4) gather 7.1 -> 17 GB/s; with
+#: 4 KiB pages rather than huge ones, two of them ran 2.5x and 2.7x faster
+#: one line tall); more than 8 or 16 rows a set 1.42x and 1.26x.  Four
 #: lines tall for every such block, whatever its rows, measured 0.94x on 40
 #: unnamed ones (0.52-1.25x).  Unmeasured on a machine with a small L3 (an
 #: AMD EPYC of 32 MiB), where they stay one line tall (64, BLOCK_DEPTH: no
