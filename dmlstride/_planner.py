@@ -316,7 +316,9 @@ L2_WAY_BYTES = 64 << 10
 #: process on the same buffers, the plans switched between samples (2
 #: threads, 5 rounds), 30 permutations of 4-D to 8-D power-of-two
 #: dimensions of 34-67 MB so planned ran 1.47x faster by geometric mean
-#: (0.85-2.51x; a float64 (64, 128, 2, 128, 4) gather 7.1 -> 17 GB/s; with
+#: (0.85-2.51x) in a first run and 1.18x in a second, a fresh 20 of 24-70 MB
+#: 1.21x (0.77-1.91x), and 20 of 16 MiB, from cache in part, 1.03x
+#: (0.70-1.46x) (a float64 (64, 128, 2, 128, 4) gather 7.1 -> 17 GB/s; with
 #: 4 KiB pages rather than huge ones, two of them ran 2.5x and 2.7x faster
 #: one line tall); more than 8 or 16 rows a set 1.42x and 1.26x.  Four
 #: lines tall for every such block, whatever its rows, measured 0.94x on 40
