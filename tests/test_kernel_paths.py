@@ -2183,9 +2183,10 @@ def test_long_bands_of_wide_values_ask_further_ahead(dtype, sizes, order, op, st
 def test_blocks_of_rows_in_few_l2_sets_take_tall_tiles(dtype, sizes, order, op, skew, threads, monkeypatch):
     # Blocks of four- and eight-byte values streamed in place whose band's
     # source rows share L2 sets (power-of-two strides) take tiles four lines
-    # tall, streaming whole lines still (the rows past a line offset, skew
-    # 16, with ordinary stores): the large L3's bound, forced here, against
-    # numpy, guard bytes around, on 1 and 2 threads.
+    # tall, streaming whole lines still (an output 16 bytes past a line
+    # takes ordinary stores before its first line boundary): the large L3's
+    # bound, forced here, against numpy, guard bytes around, on 1 and 2
+    # threads.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     nbytes = desc.total_tensor_size_in_bytes
     monkeypatch.setattr(_planner, "BLOCK_TALL_ALIASED_ROWS", _planner.l3_bound("BLOCK_TALL_ALIASED_ROWS", False))
@@ -2199,9 +2200,14 @@ def test_blocks_of_rows_in_few_l2_sets_take_tall_tiles(dtype, sizes, order, op, 
         expected = _numpy_gather(src[32:], desc)
         if op == "gather":
             assert ds.gather(src, desc, offset=32).tobytes() == expected.tobytes()
-            out = np.empty(desc.sizes, expected.dtype)
+            # into an output skew bytes past a line, between guard bytes
+            room = _at_line_offset(expected.nbytes + 128, skew, 5)
+            guard = room.copy()
+            out = room[64:64 + expected.nbytes].view(expected.dtype).reshape(desc.sizes)
             ds.gather(src, desc, offset=32, out=out)
             assert out.tobytes() == expected.tobytes()
+            assert room[:64].tobytes() == guard[:64].tobytes()
+            assert room[64 + expected.nbytes:].tobytes() == guard[64 + expected.nbytes:].tobytes()
         else:
             out = _at_line_offset(nbytes + 128, skew, 7)
             _check_scatter(expected, desc, out, offset=64)
