@@ -1498,8 +1498,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     # Rows a multiple of 4 KiB apart share an L1 set: stage a side when a
     # tile's rows would put more than 8 lines in one set.  Wider elements
     # write 4 or 2 destination rows per micro-block, which the store path
-    # absorbs (staging them measured slower).
-    stage_src = rows_per_l1_set(jgroup, 1, 64 // lines) > 8
+    # absorbs (staging them measured slower).  (stage_src below, once the
+    # tiles' height is settled.)
     stage_dst = width <= 2 and rows_per_l1_set(kgroup, 2, 64 * lines // width) > 8
     # Streaming stores write whole destination lines, four per k row and
     # tile (one-line-tall tiles of 64 columns): every k row must start on the
@@ -1536,12 +1536,12 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     segments = -(-jtot // seg)
     nxt = (not l2 and not stream and segments == 1 and dst_bytes >= BLOCK_NEXT_MIN_TOTAL
            and (not whole or whole_asks_ahead(jtot * ktot * width)))
-    if (stream and not l2 and lines == 1 and width >= 4
-            and rows_per_l2_set(jgroup, 1, BLOCK_DEPTH) > BLOCK_TALL_ALIASED_ROWS):
-        # Streamed in place with source rows in few L2 sets: tiles four
-        # lines tall, a quarter as many rows at once (BLOCK_TALL_ALIASED_ROWS).
+    if stream and not l2 and width >= 4 and rows_per_l2_set(jgroup, 1, BLOCK_DEPTH) > BLOCK_TALL_ALIASED_ROWS:
+        # Streamed in place (so one line tall so far) with source rows in few
+        # L2 sets: tiles four lines tall, a quarter as many rows at once
+        # (BLOCK_TALL_ALIASED_ROWS).
         lines = 4
-        stage_src = rows_per_l1_set(jgroup, 1, 16) > 8
+    stage_src = rows_per_l1_set(jgroup, 1, BLOCK_DEPTH // lines) > 8
     return KernelPlan(
         mode="block", width=width, outer=dims, inner=(jtot, jgroup[0][1], width),
         tile=(ktot, width, kgroup[0][2]), segment_len=seg, segments=segments, tasks=outer_count * segments,
