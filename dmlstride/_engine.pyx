@@ -163,6 +163,9 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
     if kp.l2 not in (0, 1, 2) or (kp.l2 and c.mode not in (DMLS_MODE_BLOCK, DMLS_MODE_TILE)):
         raise ValueError(f"plan: L2 mode {kp.l2} for a {kp.mode} plan")
     c.l2 = kp.l2
+    if kp.l2_lines not in (1, 2) or (kp.l2_lines != 1 and not kp.l2):
+        raise ValueError(f"plan: {kp.l2_lines} lines of k a chunk for L2 mode {kp.l2}")
+    c.l2_lines = kp.l2_lines
     if kp.stage_tasks and not (c.mode == DMLS_MODE_TILE and kp.stream):
         raise ValueError(f"plan: staged tasks in a {kp.mode} plan that does not stream")
     c.stage_tasks = kp.stage_tasks
@@ -278,12 +281,14 @@ cdef class Plan:
         return _planner.describe(self.layout)
 
 
-def _block_chunks(int64_t width, int64_t jn, int64_t kn, bint tile=False, bint in_place=False):
+def _block_chunks(int64_t width, int64_t jn, int64_t kn, bint tile=False, bint in_place=False,
+                  int64_t lines=1):
     """(values of j, values of k) per L2 chunk of a jn x kn block of
     ``width``-byte values (of a tile's values of j by k when ``tile``; of
     one whose source rows are read in place when ``in_place``: a tile's so
-    read, or a block's through both buffers), and the row pitch of a buffer
-    for rows of jn values, as the kernels compute them.
+    read, or a block's through both buffers, taking ``lines`` lines of k,
+    1 or 2, from each row), and the row pitch of a buffer for rows of jn
+    values, as the kernels compute them.
 
     Private: lets the tests hold the planner's copies of these
     (``_planner.block_chunks``, ``_planner.block_pitch``) to the kernels'.
@@ -291,11 +296,13 @@ def _block_chunks(int64_t width, int64_t jn, int64_t kn, bint tile=False, bint i
     cdef int64_t jc = 0, kc = 0
     if width not in (1, 2, 4, 8) or jn < 0 or kn < 0 or jn > (1 << 40) or kn > (1 << 40):
         raise ValueError("width must be 1, 2, 4 or 8 and jn, kn in [0, 2**40]")
+    if lines not in (1, 2):
+        raise ValueError(f"lines must be 1 or 2, not {lines}")
     if in_place and not tile:
-        dmls_block_in_place_chunks(width, jn, kn, &jc, &kc)
+        dmls_block_in_place_chunks(width, jn, kn, lines, &jc, &kc)
     else:
         dmls_block_chunks(width, jn, kn, (DMLS_CHUNK_IN_PLACE if in_place else DMLS_CHUNK_TILE) if tile
-                          else DMLS_CHUNK_BLOCK, &jc, &kc)
+                          else DMLS_CHUNK_BLOCK, lines, &jc, &kc)
     return jc, kc, dmls_block_pitch(jn * width)
 
 

@@ -39,8 +39,10 @@ cdef extern from "src/plan.h":
     int DMLS_CHUNK_TILE
     int DMLS_CHUNK_IN_PLACE
     int64_t dmls_block_pitch(int64_t n) noexcept nogil
-    void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t* jc, int64_t* kc) noexcept nogil
-    void dmls_block_in_place_chunks(int64_t w, int64_t jn, int64_t kn, int64_t* jc, int64_t* kc) noexcept nogil
+    void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t lines, int64_t* jc,
+                           int64_t* kc) noexcept nogil
+    void dmls_block_in_place_chunks(int64_t w, int64_t jn, int64_t kn, int64_t lines, int64_t* jc,
+                                    int64_t* kc) noexcept nogil
 
     ctypedef struct dmls_group:
         int ndim
@@ -83,6 +85,7 @@ cdef extern from "src/plan.h":
         int block_far
         int64_t block_join
         int l2
+        int l2_lines
         int64_t narrow_cached_bytes
         int stage_tasks
 

@@ -65,6 +65,7 @@ L3_BOUNDS = {
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
     "WHOLE_AHEAD_MAX_BYTES": (5 << 16, 64 << 10),
     "BLOCK_TALL_ALIASED_ROWS": (64, 4),
+    "L2_PHASE_LINES": (1, 2),
 }
 
 
@@ -326,6 +327,9 @@ L2_WAY_BYTES = 64 << 10
 #: AMD EPYC of 32 MiB), where they stay one line tall (64, BLOCK_DEPTH: no
 #: band puts more rows than that in a set).
 BLOCK_TALL_ALIASED_ROWS = l3_bound("BLOCK_TALL_ALIASED_ROWS")
+#: Lines of k per source row in chunks of rows a multiple of PHASE_BYTES
+#: apart (l2_lines).
+L2_PHASE_LINES = l3_bound("L2_PHASE_LINES")
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
 #: source lines tall below this many bytes, one line tall from it (plan_block).
@@ -699,6 +703,7 @@ class KernelPlan:
     dst_bytes: int = 0
     stream: bool = False
     l2: int = 0                       # block, tile: through L2 (0 no, 1 source rows, 2 both sides)
+    l2_lines: int = 1                 # ... read in place: lines of k a chunk takes of each row (l2_lines)
     stage_tasks: bool = False         # tile: a task's one destination run through a buffer (stage_tasks)
     block: BlockGroups | None = None
     src_nibble: bool = False
@@ -850,7 +855,7 @@ def block_pitch(n: int) -> int:
 
 
 def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
-                 in_place: bool = False) -> tuple[int, int]:
+                 in_place: bool = False, lines: int = 1) -> tuple[int, int]:
     """Values of j and of k per L2 chunk of a ``jtot x ktot`` block (the C
     side's dmls_block_chunks; a tile's when ``tile``, one whose source rows
     are read where they are when ``in_place`` as well, see
@@ -864,10 +869,11 @@ def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
     BLOCK_L2_RUN bytes takes at most in_place_chunk_k values of k; a block
     read in place (``in_place`` but not ``tile``: one through both
     buffers, the C side's dmls_block_in_place_chunks) takes a tile's chunks
-    so read, of at most in_place_chunk_k values of k whatever its j."""
+    so read, of at most in_place_chunk_k values of k whatever its j
+    (``lines`` lines of each source row, see l2_lines)."""
     if in_place and not tile:
-        j, k = block_chunks(width, jtot, ktot, tile=True, in_place=True)
-        return j, min(k, in_place_chunk_k(width))
+        j, k = block_chunks(width, jtot, ktot, tile=True, in_place=True, lines=lines)
+        return j, min(k, in_place_chunk_k(width, lines))
     room, e = BLOCK_L2_ROOM, 64 // width
     if (jtot <= BLOCK_L2_ROWS and jtot * block_pitch(ktot * width) <= room
             and ktot * block_pitch(jtot * width) <= room):
@@ -881,7 +887,7 @@ def block_chunks(width: int, jtot: int, ktot: int, tile: bool = False,
             j = BLOCK_L2_RUN // width
         k = min((room // j // 64 - 1) * e, room // block_pitch(j * width))
         if in_place and jtot * width >= BLOCK_L2_RUN:
-            k = min(k, in_place_chunk_k(width))
+            k = min(k, in_place_chunk_k(width, lines))
         k = min(k - k % e, ktot)
     if j < 16 // width or k < 16 // width:
         return 0, 0
@@ -896,14 +902,42 @@ def l2_reads_in_place(row_stride: int) -> bool:
     return row_stride > CLOSE_ROW_BYTES and row_stride % 1024 != 0
 
 
-def in_place_chunk_k(width: int) -> int:
+def in_place_chunk_k(width: int, lines: int = 1) -> int:
     """Values of k per L2 chunk of a tile read in place whose j reaches
     BLOCK_L2_RUN bytes (plan.h's dmls_in_place_chunk_k): one line of
-    each source row, and at least 16 values.  The chunks had taken as many
-    lines as the destination buffer held, and their source lines and that
-    buffer then filled most of L2 (see plan.h for the measurements: a fresh
-    26 2-D transposes of 20-70 MB 1.19x faster by geometric mean)."""
-    return max(64 // width, 16)
+    each source row, or two (``lines``, see l2_lines), and at least 16
+    values.  The chunks had taken as many lines as the destination buffer
+    held, and their source lines and that buffer then filled most of L2
+    (see plan.h for the measurements: a fresh 26 2-D transposes of 20-70 MB
+    1.19x faster by geometric mean)."""
+    return max(64 * lines // width, 16)
+
+
+#: Source rows read in place through L2 (l2_reads_in_place, a block through
+#: both buffers) that all lie a multiple of this many bytes apart put one
+#: line from each row at the same place within every 256 bytes of memory,
+#: and a core asking for lines so placed gets them at under half the rate
+#: (plan.h, DMLS_PHASE_BYTES): their chunks take L2_PHASE_LINES lines of k
+#: from each row, an L3 bound (2 where measured, with a large L3; 1 with a
+#: small one, unmeasured there).
+PHASE_BYTES = 128
+
+
+def l2_lines(plan: "KernelPlan") -> int:
+    """Lines of k a chunk of ``plan`` takes from each source row read in
+    place through L2: L2_PHASE_LINES where the rows all lie a multiple of
+    PHASE_BYTES apart, else 1 (and 1 for plans not read so)."""
+    if plan.l2 == 0 or plan.mode not in ("block", "tile"):
+        return 1
+    if plan.block is not None:
+        if plan.l2 != 2:
+            return 1
+        strides = [a for n, a in plan.block.j if n > 1]
+    elif plan.tile is not None and l2_reads_in_place(plan.inner[1]):
+        strides = [plan.inner[1]]
+    else:
+        return 1
+    return L2_PHASE_LINES if all(a % PHASE_BYTES == 0 for a in strides) else 1
 
 
 def block_l2_mode(jtot: int, ktot: int, width: int, kgroup: list[Dim], dst_bytes: int,
@@ -3278,20 +3312,29 @@ def plan_copy(sizes, src_strides, dst_strides, element_bits: int, src_nibble: bo
     # touched.
     extent = extents(sizes, src_strides, dst_strides, element_bits, src_nibble, dst_nibble)
     if element_bits == 4:
-        return plan_nibbles(sizes, src_strides, dst_strides, bool(src_nibble), bool(dst_nibble),
-                            bool(sign_extend), extent)
+        return _settle_l2_lines(plan_nibbles(sizes, src_strides, dst_strides, bool(src_nibble),
+                                             bool(dst_nibble), bool(sign_extend), extent))
     width = element_bits // 8
     dims = list(zip(sizes, [a * width for a in src_strides], [b * width for b in dst_strides]))
     main = plan_dims(dims, width)
     slabs = plan_slabs(dims, width, main, extent) if takes_slabs(main) else None
     if slabs is not None:
-        return slabs
+        return _settle_l2_lines(slabs)
     plan = CopyPlan(kind="plain", main=main, src_extent=extent[0], dst_extent=extent[1])
     cut = split_for_block(main, dims, width)
     if cut is not None:
         plan.main, plan.rest, plan.rest_src, plan.rest_dst, rest_dims = cut
         plan.rest_extent = extents([n for n, _, _ in rest_dims], [a // width for _, a, _ in rest_dims],
                                    [b // width for _, _, b in rest_dims], element_bits, src_nibble, dst_nibble)
+    return _settle_l2_lines(plan)
+
+
+def _settle_l2_lines(plan: CopyPlan) -> CopyPlan:
+    """Set l2_lines on each kernel plan of ``plan``, once their L2 modes and
+    groups are final."""
+    for m in (plan.main, plan.rest, plan.sub, plan.sub2):
+        if m is not None:
+            m.l2_lines = l2_lines(m)
     return plan
 
 
@@ -3300,9 +3343,10 @@ def _l2_chunk(m: KernelPlan) -> tuple[int, int]:
     if not m.l2:
         return 0, 0
     if m.block is not None:
-        return block_chunks(m.width, m.block.j_elems, m.block.k_elems, in_place=m.l2 == 2)
+        return block_chunks(m.width, m.block.j_elems, m.block.k_elems, in_place=m.l2 == 2, lines=m.l2_lines)
     assert m.tile is not None
-    return block_chunks(m.width, m.segment_len, task_k(m), tile=True, in_place=l2_reads_in_place(m.inner[1]))
+    return block_chunks(m.width, m.segment_len, task_k(m), tile=True, in_place=l2_reads_in_place(m.inner[1]),
+                        lines=m.l2_lines)
 
 
 def describe(plan: CopyPlan) -> dict:
@@ -3326,6 +3370,7 @@ def describe(plan: CopyPlan) -> dict:
         "l2": ("none", "source", "both")[m.l2],
         "stage_tasks": bool(m.stage_tasks),
         "l2_chunk": _l2_chunk(m),
+        "l2_lines": m.l2_lines,
         "both_nibbles": plan.kind == "staged_both",
         "whole_bytes": bool(plan.whole_bytes),
         "rest": None if plan.rest is None else {"mode": plan.rest.mode, "src": plan.rest_src,

@@ -4891,6 +4891,62 @@ def test_blocks_through_both_buffers_read_their_rows_in_place(dtype, sizes, orde
         _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes)))
 
 
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (128, 11, 13, 32), (3, 2, 0, 1), "gather"),            # J 416 x K 704, rows 1408 apart
+    ("uint8", (9, 1, 32, 64, 9, 8), (4, 5, 1, 3, 0, 2), "scatter"),  # J 288 x K 576, rows 4608 apart
+    ("int16", (7, 2, 17, 17, 128), (3, 4, 2, 0, 1), "scatter"),      # J 238 x K 544
+    ("float32", (17, 13, 4, 3, 8, 17), (4, 5, 2, 3, 1, 0), "scatter"),  # J 221 x K 816
+    ("float64", (7, 1, 17, 32, 9, 9), (3, 5, 4, 2, 1, 0), "scatter"),   # 16 values either way
+], ids=str)
+@pytest.mark.parametrize("lines", [1, 2])
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+def test_blocks_through_both_buffers_take_two_lines_of_rows_128_apart(dtype, sizes, order, op, lines, level,
+                                                                     streaming, threads, monkeypatch):
+    # A block through both L2 buffers whose rows of J all lie a multiple of
+    # 128 bytes apart takes two lines of k a chunk from each (the large L3's
+    # bound; one with a small L3's, forced here both ways): k ragged against
+    # the chunk, at every instruction set level, gathered and scattered
+    # (guard bytes past the end) against numpy.
+    w = np.dtype(dtype).itemsize
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+    monkeypatch.setattr(_planner, "L2_PHASE_LINES", lines)
+    _engine._set_stream_min_total(0)   # (drops the plans made with the other number of lines)
+    with _isa_level(level):
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "block" and plan["l2"] == "both" and plan["rest"] is None
+        assert all(a % _planner.PHASE_BYTES == 0 for n, a in plan["block"]["j"] if n > 1)
+        assert plan["l2_lines"] == lines
+        k = math.prod(n for n, _ in plan["block"]["k"])
+        jc, kc = plan["l2_chunk"]
+        assert kc == _planner.in_place_chunk_k(w, lines) < k and k % _planner.in_place_chunk_k(w, 2) != 0
+        _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes) + lines))
+
+
+@pytest.mark.parametrize("dtype,k,row,j", [("uint8", 1100, 1152, 6001), ("int16", 600, 640, 4001),
+                                           ("float16", 5750, 5760, 700), ("uint32", 2870, 2880, 600),
+                                           ("float64", 700, 720, 1201)], ids=str)
+@pytest.mark.parametrize("lines", [1, 2])
+def test_transposes_read_in_place_take_two_lines_of_rows_128_apart(dtype, k, row, j, lines, streaming, threads,
+                                                                   monkeypatch):
+    # 2-D transposes through L2 whose source rows, read where they are, lie
+    # a multiple of 128 bytes apart (1152-11520 bytes here, never a multiple
+    # of 1 KiB; k values of each, the rest padding) take two lines of k a
+    # chunk (one with a small L3's bound, forced here both ways), the last
+    # chunk ragged: gathered and scattered (guard bytes past the end)
+    # against numpy.
+    w = np.dtype(dtype).itemsize
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, row])
+    monkeypatch.setattr(_planner, "L2_PHASE_LINES", lines)
+    _engine._set_stream_min_total(0)   # (drops the plans made with the other number of lines)
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["mode"] == "tile" and plan["l2"] == "both" and plan["stream"]
+    assert _planner.l2_reads_in_place(plan["inner"][1]) and plan["inner"][1] % _planner.PHASE_BYTES == 0
+    assert plan["l2_lines"] == lines
+    assert plan["l2_chunk"] == (_planner.BLOCK_L2_RUN // w, _planner.in_place_chunk_k(w, lines))
+    assert k % _planner.in_place_chunk_k(w, 2) != 0
+    _check_gather_and_scatter(desc, np.random.default_rng(k + lines))
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_l2_block_gather_into_fresh_and_reused_outputs(dtype, streaming, no_whole_blocks, threads, monkeypatch):
     # A fresh output takes ordinary stores, a reused one streaming stores;

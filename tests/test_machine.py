@@ -47,9 +47,12 @@ def test_the_planner_reads_its_profile_from_the_l3():
     for name, (small, large) in _planner.L3_BOUNDS.items():
         assert _planner.l3_bound(name, small_l3=True) == small
         assert _planner.l3_bound(name, small_l3=False) == large
-        # a small L3 keeps copies in cache up to larger sizes, and takes tall
-        # block tiles for more widths
-        assert (small <= large) if name == "BLOCK_TALL_TILE_MIN_WIDTH" else (small >= large), name
+        # a small L3 keeps copies in cache up to larger sizes, takes tall
+        # block tiles for more widths, and keeps one line of k a chunk where
+        # a large one takes two (rows a multiple of 128 bytes apart)
+        ascending = ("BLOCK_TALL_TILE_MIN_WIDTH", "L2_PHASE_LINES")
+        assert (small <= large) if name in ascending else (small >= large), name
+    assert _planner.l3_bound("L2_PHASE_LINES", small_l3=True) == 1
 
 
 _AMD = "processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\n\n"

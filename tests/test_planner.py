@@ -37,22 +37,86 @@ def test_c_limits_agree_with_python():
     assert _planner.SLAB_BYTES <= _engine.SLAB_BYTES   # a slab fits the thread's buffer
 
 
-@pytest.mark.parametrize("tile, in_place", [(False, False), (True, False), (True, True), (False, True)],
-                         ids=["block", "tile", "tile-in-place", "block-in-place"])
+@pytest.mark.parametrize("tile, in_place, lines", [(False, False, 1), (True, False, 1), (True, True, 1),
+                                                   (False, True, 1), (True, True, 2), (False, True, 2)],
+                         ids=["block", "tile", "tile-in-place", "block-in-place", "tile-in-place-2-lines",
+                              "block-in-place-2-lines"])
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
-def test_block_chunks_agree_with_the_kernels(width, tile, in_place):
+def test_block_chunks_agree_with_the_kernels(width, tile, in_place, lines):
     # The planner's copies of the kernels' L2 chunking and buffer pitch
     # decide which blocks go through L2 and at what cost: over J and K from
     # 1 to 4096 (every length up to 160, then steps that hit multiples of
     # lines and of 4 KiB pitches and the odd lengths beside them), both
     # must give the same chunks and the same pitch, a block's and a tile's,
-    # read in place or through the source buffer.
+    # read in place (one line of k a source row, or two) or through the
+    # source buffer.
     lengths = sorted(set(range(1, 161)) | {n + d for n in range(192, 4097, 64) for d in (-1, 0, 1)})
     for jn in lengths:
         for kn in lengths[::7]:
-            jc, kc, pitch = _engine._block_chunks(width, jn, kn, tile, in_place)
-            assert (jc, kc) == _planner.block_chunks(width, jn, kn, tile, in_place), (jn, kn)
+            jc, kc, pitch = _engine._block_chunks(width, jn, kn, tile, in_place, lines)
+            assert (jc, kc) == _planner.block_chunks(width, jn, kn, tile, in_place, lines), (jn, kn)
             assert pitch == _planner.block_pitch(jn * width), jn
+
+
+def test_block_chunks_refuse_other_lines():
+    for lines in (0, 3, -1):
+        with pytest.raises(ValueError, match="lines must be 1 or 2"):
+            _engine._block_chunks(1, 2048, 2048, True, True, lines)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_chunks_read_in_place_take_two_lines_where_asked(width):
+    # Two lines of k a source row (at least 16 values) in a tile's chunk
+    # read in place from a run of j on, and in a block's through both
+    # buffers whatever its j; one line (or 16 values) otherwise.
+    run, kn = _planner.BLOCK_L2_RUN // width, 3000
+    assert _planner.in_place_chunk_k(width, 2) == max(128 // width, 16)
+    assert _planner.in_place_chunk_k(width, 1) == max(64 // width, 16)
+    for jn in (run, run + 1, 5000):
+        assert _planner.block_chunks(width, jn, kn, tile=True, in_place=True, lines=2) == (
+            run, _planner.in_place_chunk_k(width, 2))
+    for jn, kn in ((5000, 3000), (300, 288), (40, 2000)):
+        jc, kc = _planner.block_chunks(width, jn, kn, in_place=True, lines=2)
+        assert kc == min(_planner.in_place_chunk_k(width, 2), _planner.block_chunks(width, jn, kn, tile=True,
+                                                                                     in_place=True, lines=2)[1])
+    # a block's own chunks (through the source buffer) take no lines
+    assert _planner.block_chunks(width, 5000, 3000, lines=2) == _planner.block_chunks(width, 5000, 3000)
+
+
+@pytest.mark.parametrize("row_bytes, lines", [(1152, 2), (1280, 2), (11520, 2), (1160, 1), (1088, 1),
+                                              (11584, 1), (2048, 1)])
+def test_rows_a_multiple_of_128_bytes_apart_take_two_lines(row_bytes, lines, monkeypatch):
+    # A 2-D transpose through L2 whose source rows are read in place takes
+    # two lines of k a chunk where the rows lie a multiple of PHASE_BYTES
+    # apart (a large L3's bound); rows a multiple of 1 KiB apart are copied
+    # to the buffer (no lines of their own), others take one line.  A small
+    # L3 keeps one line everywhere.
+    desc = ds.BufferTensorDesc("uint8", [row_bytes, 6000], strides=[1, row_bytes])
+    monkeypatch.setattr(_planner, "L2_PHASE_LINES", _planner.l3_bound("L2_PHASE_LINES", small_l3=False))
+    plan = _planner.plan_copy(desc.sizes, desc.strides, [6000, 1], 8)
+    assert plan.main.mode == "tile" and plan.main.l2 == 2 and plan.main.inner[1] == row_bytes
+    assert plan.main.l2_lines == lines == _planner.l2_lines(plan.main)
+    assert _planner.describe(plan)["l2_lines"] == lines
+    if _planner.l2_reads_in_place(row_bytes):
+        assert _planner.describe(plan)["l2_chunk"][1] == _planner.in_place_chunk_k(1, lines)
+    monkeypatch.setattr(_planner, "L2_PHASE_LINES", _planner.l3_bound("L2_PHASE_LINES", small_l3=True))
+    assert _planner.plan_copy(desc.sizes, desc.strides, [6000, 1], 8).main.l2_lines == 1
+
+
+def test_a_block_takes_two_lines_only_where_every_row_of_j_is_128_apart():
+    # A block through both buffers: the j group's strides (those of
+    # dimensions longer than 1) must all be multiples of PHASE_BYTES.
+    kp = _planner.KernelPlan(mode="block", width=2, outer=[], inner=(238, 4352, 2), tile=(544, 2, 476), l2=2,
+                             block=_planner.BlockGroups(j=[(14, 73984), (17, 4352)], k=[(544, 476)],
+                                                        j_elems=238, k_elems=544, stage_src=False,
+                                                        stage_dst=False, lines=1))
+    assert _planner.l2_lines(kp) == _planner.L2_PHASE_LINES
+    kp.block.j = [(14, 73984), (17, 4360)]
+    assert _planner.l2_lines(kp) == 1
+    kp.block.j = [(1, 73990), (17, 4352)]   # a dimension of 1 moves no row
+    assert _planner.l2_lines(kp) == _planner.L2_PHASE_LINES
+    kp.l2 = 1   # through the source buffer: rows copied there
+    assert _planner.l2_lines(kp) == 1
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8])

@@ -479,9 +479,9 @@ typedef char dmls_block_buffers_fit[DMLS_SCRATCH_BLOCK_BYTES >= DMLS_BLOCK_L2_BY
    streaming stores when p->stream.  Returns 0, having touched nothing,
    when not even a chunk of one micro-block fits (the caller copies the
    block without the buffers). */
-/* (a BOTH chunk's rows of k, at most dmls_in_place_chunk_k(1) = 64, have
-   their table in the destination buffer's room for DMLS_BLOCK_L2_ROWS) */
-typedef char dmls_block_in_place_rows_fit[64 <= DMLS_BLOCK_L2_ROWS ? 1 : -1];
+/* (a BOTH chunk's rows of k, at most dmls_in_place_chunk_k(1, 2) = 128,
+   have their table in the destination buffer's room for DMLS_BLOCK_L2_ROWS) */
+typedef char dmls_block_in_place_rows_fit[2 * 64 <= DMLS_BLOCK_L2_ROWS ? 1 : -1];
 static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js, int64_t jn, char *d,
                             const int64_t *kd, const char *s_next, char *tiles) {
     const int64_t w = p->width, kn = p->kgroup.elems;
@@ -490,9 +490,9 @@ static int block_through_l2(const dmls_plan *p, const char *s, const int64_t *js
     int64_t jc, kc, sp, dp, *srows, *drows, j, k, j0, k0, nj, n;
     char *arena = dmls_scratch(), *sb, *db;
     if (p->l2 == DMLS_L2_SOURCE)
-        dmls_block_chunks(w, jn, kn, DMLS_CHUNK_BLOCK, &jc, &kc);
+        dmls_block_chunks(w, jn, kn, DMLS_CHUNK_BLOCK, 1, &jc, &kc);
     else
-        dmls_block_in_place_chunks(w, jn, kn, &jc, &kc);
+        dmls_block_in_place_chunks(w, jn, kn, p->l2_lines, &jc, &kc);
     if (arena == NULL || kc == 0)
         return 0;
     sp = dmls_block_pitch(kc * w);

@@ -93,10 +93,32 @@ enum { DMLS_CHUNK_BLOCK = 0, DMLS_CHUNK_TILE = 1, DMLS_CHUNK_IN_PLACE = 2 };
    values 1.07x and 1.24x.  Source rows copied to the buffer (closer
    together, or a multiple of 1 KiB apart) ran 0.92x with one line and keep
    their chunks. */
-static inline int64_t dmls_in_place_chunk_k(int64_t w) {
-    return 64 / w > 16 ? 64 / w : 16;
+/* Source rows that all lie a multiple of DMLS_PHASE_BYTES apart take
+   `lines` lines of k rather than one (the planner's l2_lines: 2 on a
+   machine with a large L3, where it was measured, else 1).  One line from
+   each of a chunk's rows then falls at the same place within every 256
+   bytes of memory, and a core asking for lines so placed got them at well
+   under half the rate of lines spread over those places.  On an Intel Xeon
+   (one thread, one line from each of 512 rows at a time, the next chunk's
+   rows asked for ahead as these kernels do): rows 42-46 x 256 bytes apart
+   4.5-4.7 GB/s, 4 KiB apart 3.6, 91 x 128 bytes apart 6.4, rows at other
+   multiples of 16 or 64 bytes 9.4-10.9; two lines from each row 6.8-8.5,
+   10.4 and 10.0-12.0; four 12.2-13.4.  In one process on the same buffers,
+   the chunks alternating (2 threads, 5 rounds), 24 unnamed 5-D and 6-D
+   permutations of 19-68 MB through both buffers with such rows ran 1.17x
+   faster by geometric mean with two lines (0.97-1.57x; four: 1.15x, one at
+   0.76x), 16 tiles read in place 1.07x (0.92-1.46x).  Two builds side by
+   side (compare_builds, 2 threads, two passes of 5 repeats): a fresh 24 of
+   one- to four-byte values (both kinds, 8-67 MB) 1.11x (0.90-1.43x, 20
+   faster), 16 copies that keep one line 0.995x. */
+#define DMLS_PHASE_BYTES 128
+/* (lines other than 2 take one line) */
+static inline int64_t dmls_in_place_chunk_k(int64_t w, int64_t lines) {
+    const int64_t k = 64 * (lines == 2 ? 2 : 1) / w;
+    return k > 16 ? k : 16;
 }
-static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t *jc, int64_t *kc) {
+static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile, int64_t lines,
+                                     int64_t *jc, int64_t *kc) {
     const int64_t room = DMLS_BLOCK_L2_BYTES - DMLS_BLOCK_TABLE, e = 64 / w;
     int64_t j = jn, k = kn;
     *jc = *kc = 0;
@@ -118,8 +140,8 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile
         if (jn * w > DMLS_BLOCK_L2_RUN) j = DMLS_BLOCK_L2_RUN / w;
         k = (room / j / 64 - 1) * e;            /* j * pitch(k * w) <= room */
         if (k > room / dmls_block_pitch(j * w)) k = room / dmls_block_pitch(j * w);
-        if (tile == DMLS_CHUNK_IN_PLACE && jn * w >= DMLS_BLOCK_L2_RUN && k > dmls_in_place_chunk_k(w))
-            k = dmls_in_place_chunk_k(w);
+        if (tile == DMLS_CHUNK_IN_PLACE && jn * w >= DMLS_BLOCK_L2_RUN && k > dmls_in_place_chunk_k(w, lines))
+            k = dmls_in_place_chunk_k(w, lines);
         k -= k % e;
         if (k > kn) k = kn;
     }
@@ -129,10 +151,10 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile
 }
 /* A block through both buffers (DMLS_L2_BOTH) reads each chunk's source
    rows where they are, as a tile's chunks read in place do (tile.c), and
-   takes the chunks of such a tile, of one line of k (dmls_in_place_chunk_k)
-   whatever the length of j: the rows, asked for into L2 while the chunk
-   before went out (dmls_rows_from_l2), are transposed from there into the
-   destination buffer.  They had been copied to the source buffer first,
+   takes the chunks of such a tile, of one line of k (dmls_in_place_chunk_k;
+   two for rows DMLS_PHASE_BYTES apart) whatever the length of j: the rows,
+   asked for into L2 while the chunk before went out (dmls_rows_from_l2),
+   are transposed from there into the destination buffer.  They had been copied to the source buffer first,
    a whole row of the block or as many lines as fit at a time.  In one
    process on the same buffers, alternating in a shuffled order (2
    threads, 4 rounds, the old code against itself as a control: 1.01x and
@@ -144,9 +166,10 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile
    tile's), 1.14x on the fresh 20.  Later, against the old code in a third
    fresh 20, 1.22x; with chunks of j of 512 bytes, of up to 2 KiB, or of
    two lines of k, 0.91x, 1.00x and 0.98x of these chunks. */
-static inline void dmls_block_in_place_chunks(int64_t w, int64_t jn, int64_t kn, int64_t *jc, int64_t *kc) {
-    dmls_block_chunks(w, jn, kn, DMLS_CHUNK_IN_PLACE, jc, kc);
-    if (*kc > dmls_in_place_chunk_k(w)) *kc = dmls_in_place_chunk_k(w);
+static inline void dmls_block_in_place_chunks(int64_t w, int64_t jn, int64_t kn, int64_t lines, int64_t *jc,
+                                              int64_t *kc) {
+    dmls_block_chunks(w, jn, kn, DMLS_CHUNK_IN_PLACE, lines, jc, kc);
+    if (*kc > dmls_in_place_chunk_k(w, lines)) *kc = dmls_in_place_chunk_k(w, lines);
 }
 /* MODE_TILE: a copy of at least this many bytes (one side) comes from
    memory, not cache, whether it streams or not: see tile.c for what its
@@ -237,6 +260,8 @@ typedef struct {
     int64_t block_join;     /* whole: at most this many blocks a buffer, along the innermost outer
                                dimension where it carries on J's rows (dmls_block_joined); 0: one */
     int l2;                 /* DMLS_L2_*: copy through L2 buffers (see above) */
+    int l2_lines;           /* through L2 with source rows read in place: lines of k a chunk takes of
+                               each row (dmls_in_place_chunk_k: 1 or 2) */
     /* MODE_TILE of 1- and 2-byte values: copies of fewer bytes than this
        that do not stream run from cache (tile.c, transpose_flags); 0:
        DMLS_CACHED_TRANSPOSE_BYTES.  The planner's tile_cached_bytes. */

@@ -118,7 +118,7 @@ dmls_rows dmls_next_chunk(const dmls_rows *src, int64_t w, int64_t jn, int64_t k
    cannot take a chunk. */
 #define DMLS_RUN_PIECE 4096
 static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, int64_t kds, int64_t kn,
-                                int64_t jn, const dmls_rows *next_task, char *scratch) {
+                                int64_t jn, int64_t lines, const dmls_rows *next_task, char *scratch) {
     /* Values from source rows more than DMLS_CLOSE_ROW_BYTES apart (not a
        multiple of 1 KiB, whose rows would crowd L1's sets): the chunk's
        rows, asked for into L2 while the chunk before went out, are
@@ -134,14 +134,15 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
        20 of every width 1.14x (0.99-1.24x).  Source rows closer together
        (pixels of an NHWC copy, a 141-column matrix) had measured down to
        0.67x: those read their rows as runs of the buffer.  Chunks read in
-       place take one line of k (DMLS_CHUNK_IN_PLACE, plan.h). */
+       place take one line of k, or two (lines: see DMLS_PHASE_BYTES), of
+       each row (DMLS_CHUNK_IN_PLACE, plan.h). */
     const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
     const int chunk_flags = DMLS_TRANSPOSE_CACHED | DMLS_TRANSPOSE_LONG_TILES;
     const dmls_rows rows = {sj, NULL, iss, jn, 0};
     int64_t jc, kc, sp, dp, j0, k0, nj, n;
     int one_run;
     char *arena = dmls_scratch(), *sb, *db;
-    dmls_block_chunks(w, jn, kn, in_place ? DMLS_CHUNK_IN_PLACE : DMLS_CHUNK_TILE, &jc, &kc);
+    dmls_block_chunks(w, jn, kn, in_place ? DMLS_CHUNK_IN_PLACE : DMLS_CHUNK_TILE, lines, &jc, &kc);
     if (arena == NULL || kc == 0) return 0;
     one_run = jc == jn && kds == jn * w && jn % (16 / w) == 0;
     sp = dmls_block_pitch(kc * w);
@@ -508,7 +509,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                 dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
                 if (kdone > 0) goto rest;
             }
-            if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, next, scratch))
+            if (p->l2 && p->stream && transpose_through_l2(w, sj, iss, dj, kds, kn, jn, p->l2_lines, next, scratch))
                 return;
             if (p->stage_tasks && p->stream && kds == jn * w && kn <= DMLS_SCRATCH_BLOCK_BYTES / kds &&
                     transpose_staged(w, sj, iss, dj, kds, kn, jn, scratch))

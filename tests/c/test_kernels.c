@@ -475,6 +475,9 @@ static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, in
    is fastest, then k1, j0, j1; in the destination j0, j1, k0, k1.  J = (j0,
    j1) is destination-contiguous, K = (k0, k1) source-contiguous; both
    buffers start o bytes in.  Returns whether it matched the reference. */
+/* lines of k a chunk read in place takes of each source row (dmls_plan.l2_lines) in the block cases */
+static int case_l2_lines = 1;
+
 static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
                            int stage_src, int stage_dst, int l2, int stream, int64_t seg, int only) {
     /* source strides (bytes) */
@@ -499,6 +502,7 @@ static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t
     p.block_stage_src = stage_src;
     p.block_stage_dst = stage_dst;
     p.l2 = l2;
+    p.l2_lines = case_l2_lines;
     p.stream = stream;
     /* in place, the last tiles ask for the next block's first (here this
        block's own, which is where a next block with the same tables lies) */
@@ -586,29 +590,43 @@ static void test_block_segments(void) {
 /* ---- a block larger than the L2 buffers goes through them in chunks of j and k:
    J = (30, 20) x K = (35, 20), chunks ending mid-block and short last ones ---- */
 static void test_block_chunks(void) {
-    int wi, l2, stream;
+    int wi, l2, stream, lines;
     for (wi = 0; wi < 4; wi++)
         for (l2 = DMLS_L2_SOURCE; l2 <= DMLS_L2_BOTH; l2++)
-            for (stream = 0; stream < 2; stream++) {
-                const int W = widths[wi];
-                int64_t jc, kc;
-                dmls_block_chunks(W, 600, 700, 0, &jc, &kc);
-                /* chunks of j (every width) and of k (W > 1), the last ones short */
-                CHECK(jc > 0 && kc > 0 && jc < 600 && 600 % jc != 0 && (W == 1 || (kc < 700 && 700 % kc != 0)),
-                      "block chunks W=%d: %lld x %lld", W, (long long)jc, (long long)kc);
-                CHECK(block_case(W, 30, 20, 35, 20, 3 * W, 1, 0, 0, l2, stream && l2 == DMLS_L2_BOTH),
-                      "block chunks W=%d l2=%d stream=%d", W, l2, stream);
-            }
+            for (stream = 0; stream < 2; stream++)
+                for (lines = 1; lines <= (l2 == DMLS_L2_BOTH ? 2 : 1); lines++) {
+                    const int W = widths[wi];
+                    int64_t jc, kc;
+                    dmls_block_chunks(W, 600, 700, 0, 1, &jc, &kc);
+                    /* chunks of j (every width) and of k (W > 1), the last ones short */
+                    CHECK(jc > 0 && kc > 0 && jc < 600 && 600 % jc != 0 && (W == 1 || (kc < 700 && 700 % kc != 0)),
+                          "block chunks W=%d: %lld x %lld", W, (long long)jc, (long long)kc);
+                    /* through both buffers, one line of k a source row or two */
+                    case_l2_lines = lines;
+                    CHECK(block_case(W, 30, 20, 35, 20, 3 * W, 1, 0, 0, l2, stream && l2 == DMLS_L2_BOTH),
+                          "block chunks W=%d l2=%d stream=%d lines=%d", W, l2, stream, lines);
+                    case_l2_lines = 1;
+                }
+    for (wi = 0; wi < 4; wi++) {
+        /* in place, from a run of j on: lines of k (16 values at least) */
+        const int W = widths[wi];
+        int64_t jc, kc;
+        for (lines = 1; lines <= 2; lines++) {
+            dmls_block_in_place_chunks(W, 2000, 700, lines, &jc, &kc);
+            CHECK(jc == DMLS_BLOCK_L2_RUN / W && kc == (64 * lines / W > 16 ? 64 * lines / W : 16),
+                  "in-place chunks W=%d lines=%d: %lld x %lld", W, lines, (long long)jc, (long long)kc);
+        }
+    }
     {
         /* source rows of 607 bytes: a block takes them whole, a tile (longer
            destination rows) destination runs of DMLS_BLOCK_L2_RUN bytes */
         int64_t jc, kc;
-        dmls_block_chunks(1, 4915, 607, 0, &jc, &kc);
+        dmls_block_chunks(1, 4915, 607, 0, 1, &jc, &kc);
         CHECK(jc == 448 && kc == 607, "block chunks of 607-byte rows: %lld x %lld", (long long)jc, (long long)kc);
-        dmls_block_chunks(1, 4915, 607, 1, &jc, &kc);
+        dmls_block_chunks(1, 4915, 607, 1, 1, &jc, &kc);
         CHECK(jc == DMLS_BLOCK_L2_RUN && kc > 0 && kc < 607 && kc % 64 == 0,
               "tile chunks of 607-byte rows: %lld x %lld", (long long)jc, (long long)kc);
-        dmls_block_chunks(1, 4915, DMLS_TILE_L2_WHOLE_ROW, 1, &jc, &kc);
+        dmls_block_chunks(1, 4915, DMLS_TILE_L2_WHOLE_ROW, 1, 1, &jc, &kc);
         CHECK(kc == DMLS_TILE_L2_WHOLE_ROW, "tile chunks of short rows: %lld x %lld", (long long)jc, (long long)kc);
     }
 }
@@ -622,10 +640,10 @@ static void test_block_large_groups(void) {
     for (wi = 0; wi < 4; wi++) {
         const int W = widths[wi];
         int64_t jc, kc;
-        dmls_block_chunks(W, 2021, 16, 0, &jc, &kc);
+        dmls_block_chunks(W, 2021, 16, 0, 1, &jc, &kc);
         CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc == 16, "block chunks W=%d: %lld x %lld", W,
               (long long)jc, (long long)kc);
-        dmls_block_chunks(W, 2021, 2021, 0, &jc, &kc);
+        dmls_block_chunks(W, 2021, 2021, 0, 1, &jc, &kc);
         CHECK(jc > 0 && jc <= DMLS_BLOCK_L2_ROWS && kc > 0, "block chunks W=%d: %lld x %lld", W,
               (long long)jc, (long long)kc);
         for (l2 = DMLS_L2_NONE; l2 <= DMLS_L2_BOTH; l2++) {
