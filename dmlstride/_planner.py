@@ -917,7 +917,7 @@ def in_place_chunk_k(width: int, lines: int = 1) -> int:
 #: both buffers) that all lie a multiple of this many bytes apart put one
 #: line from each row at the same place within every 256 bytes of memory,
 #: and a core asking for lines so placed gets them at under half the rate
-#: (plan.h, DMLS_PHASE_BYTES): their chunks take L2_PHASE_LINES lines of k
+#: (plan.h, dmls_in_place_chunk_k): their chunks take L2_PHASE_LINES lines of k
 #: from each row, an L3 bound (2 where measured, with a large L3; 1 with a
 #: small one, unmeasured there).
 PHASE_BYTES = 128

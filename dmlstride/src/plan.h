@@ -93,17 +93,17 @@ enum { DMLS_CHUNK_BLOCK = 0, DMLS_CHUNK_TILE = 1, DMLS_CHUNK_IN_PLACE = 2 };
    values 1.07x and 1.24x.  Source rows copied to the buffer (closer
    together, or a multiple of 1 KiB apart) ran 0.92x with one line and keep
    their chunks. */
-/* Source rows that all lie a multiple of DMLS_PHASE_BYTES apart take
-   `lines` lines of k rather than one (the planner's l2_lines: 2 on a
+/* Source rows that all lie a multiple of 128 bytes apart (the planner's
+   PHASE_BYTES) take `lines` lines of k rather than one (its l2_lines: 2 on a
    machine with a large L3, where it was measured, else 1).  One line from
    each of a chunk's rows then falls at the same place within every 256
    bytes of memory, and a core asking for lines so placed got them at well
    under half the rate of lines spread over those places.  On an Intel Xeon
    (one thread, one line from each of 512 rows at a time, the next chunk's
    rows asked for ahead as these kernels do): rows 42-46 x 256 bytes apart
-   4.5-4.7 GB/s, 4 KiB apart 3.6, 91 x 128 bytes apart 6.4, rows at other
-   multiples of 16 or 64 bytes 9.4-10.9; two lines from each row 6.8-8.5,
-   10.4 and 10.0-12.0; four 12.2-13.4.  In one process on the same buffers,
+   4.5-4.7 GB/s, 6 and 12 KiB apart 3.6-3.7, 91 x 128 bytes apart 6.4, rows
+   at other multiples of 16 or 64 bytes 9.4-10.9; two lines from each row
+   6.8-8.5, 10.4 and 10.0-12.0; four 11.8-13.4.  In one process on the same buffers,
    the chunks alternating (2 threads, 5 rounds), 24 unnamed 5-D and 6-D
    permutations of 19-68 MB through both buffers with such rows ran 1.17x
    faster by geometric mean with two lines (0.97-1.57x; four: 1.15x, one at
@@ -111,7 +111,6 @@ enum { DMLS_CHUNK_BLOCK = 0, DMLS_CHUNK_TILE = 1, DMLS_CHUNK_IN_PLACE = 2 };
    side (compare_builds, 2 threads, two passes of 5 repeats): a fresh 24 of
    one- to four-byte values (both kinds, 8-67 MB) 1.11x (0.90-1.43x, 20
    faster), 16 copies that keep one line 0.995x. */
-#define DMLS_PHASE_BYTES 128
 /* (lines other than 2 take one line) */
 static inline int64_t dmls_in_place_chunk_k(int64_t w, int64_t lines) {
     const int64_t k = 64 * (lines == 2 ? 2 : 1) / w;
@@ -152,7 +151,7 @@ static inline void dmls_block_chunks(int64_t w, int64_t jn, int64_t kn, int tile
 /* A block through both buffers (DMLS_L2_BOTH) reads each chunk's source
    rows where they are, as a tile's chunks read in place do (tile.c), and
    takes the chunks of such a tile, of one line of k (dmls_in_place_chunk_k;
-   two for rows DMLS_PHASE_BYTES apart) whatever the length of j: the rows,
+   two for rows a multiple of 128 bytes apart) whatever the length of j: the rows,
    asked for into L2 while the chunk before went out (dmls_rows_from_l2),
    are transposed from there into the destination buffer.  They had been copied to the source buffer first,
    a whole row of the block or as many lines as fit at a time.  In one

@@ -134,7 +134,7 @@ static int transpose_through_l2(int w, const char *sj, int64_t iss, char *dj, in
        20 of every width 1.14x (0.99-1.24x).  Source rows closer together
        (pixels of an NHWC copy, a 141-column matrix) had measured down to
        0.67x: those read their rows as runs of the buffer.  Chunks read in
-       place take one line of k, or two (lines: see DMLS_PHASE_BYTES), of
+       place take one line of k, or two (lines: see dmls_in_place_chunk_k), of
        each row (DMLS_CHUNK_IN_PLACE, plan.h). */
     const int in_place = iss > DMLS_CLOSE_ROW_BYTES && iss % 1024 != 0;
     const int chunk_flags = DMLS_TRANSPOSE_CACHED | DMLS_TRANSPOSE_LONG_TILES;
