@@ -36,6 +36,8 @@ from . import _planner
 
 cnp.import_array()
 dmls_isa_select(DMLS_ISA_AVX2)
+# (the machine's bound, not the tests' monkeypatched copies of the planner's)
+dmls_band_asks_l2 = _planner.l3_bound("BAND_ASKS_L2", _planner.SMALL_L3)
 
 # The C side's limits (src/limits.h); a test checks they agree with Python's.
 ALIGNMENT = DMLS_ALIGNMENT
@@ -317,6 +319,19 @@ def _set_ask_rows_min(int64_t nbytes):
         raise ValueError("nbytes must be >= 0")
     old = dmls_ask_rows_min_bytes
     dmls_ask_rows_min_bytes = nbytes
+    return old
+
+
+def _set_band_asks_l2(bint on):
+    """Set whether bands of source rows close together ask for the next
+    band into L2 (else into L1); return the old setting.
+
+    Private: lets the tests run that kernel both ways on any machine.  The
+    kernels read it as they run, so no plan is dropped.
+    """
+    global dmls_band_asks_l2
+    old = bool(dmls_band_asks_l2)
+    dmls_band_asks_l2 = on
     return old
 
 

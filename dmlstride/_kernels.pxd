@@ -136,6 +136,7 @@ cdef extern from "src/isa.h":
     int DMLS_JOIN_MIN_TASKS
     int DMLS_JOIN_PIXELS_ROW_BYTES
     int dmls_isa_select(int max_level) noexcept nogil
+    int dmls_band_asks_l2
 
 
 cdef extern from "src/execute.h":

@@ -66,6 +66,7 @@ L3_BOUNDS = {
     "WHOLE_AHEAD_MAX_BYTES": (5 << 16, 64 << 10),
     "BLOCK_TALL_ALIASED_ROWS": (64, 4),
     "L2_PHASE_LINES": (1, 2),
+    "BAND_ASKS_L2": (0, 1),
 }
 
 
@@ -330,6 +331,11 @@ BLOCK_TALL_ALIASED_ROWS = l3_bound("BLOCK_TALL_ALIASED_ROWS")
 #: Lines of k per source row in chunks of rows a multiple of PHASE_BYTES
 #: apart (l2_lines).
 L2_PHASE_LINES = l3_bound("L2_PHASE_LINES")
+#: Whether the line-aligned bands of source rows close together (pixels of an
+#: NHWC to NCHW gather) ask for the next band into L2 rather than L1: 1 with a
+#: large L3, where asks into L1 made bands off a page's first KiB slow
+#: (transpose-sse2.c, dmls_nt_transpose); the engine reads it once, at import.
+BAND_ASKS_L2 = l3_bound("BAND_ASKS_L2")
 
 #: Block plans whose k rows are adjacent in the destination take tiles four
 #: source lines tall below this many bytes, one line tall from it (plan_block).

@@ -3684,6 +3684,43 @@ def test_streaming_gather_of_many_ragged_columns(dtype, columns, rows, streaming
     assert out.tobytes() == _numpy_gather(buf, desc).tobytes()
 
 
+@pytest.fixture(params=[False, True], ids=["band-asks-l1", "band-asks-l2"])
+def band_asks_l2(request):
+    # The next band's lines asked for into L1 or into L2, whatever the
+    # machine's bound (_planner.BAND_ASKS_L2), then the machine's again.
+    old = _engine._set_band_asks_l2(request.param)
+    assert old == bool(_planner.l3_bound("BAND_ASKS_L2", _planner.SMALL_L3))
+    yield request.param
+    _engine._set_band_asks_l2(old)
+
+
+@pytest.mark.parametrize("dtype,c", [("float32", 32), ("float32", 64), ("float32", 129), ("float64", 64),
+                                     ("int16", 64), ("uint8", 96)], ids=str)
+@pytest.mark.parametrize("src_skew,dst_skew", [(0, 0), (0, 16), (16, 0), (16, 16), (0, 48)], ids=str)
+def test_pixel_bands_ask_ahead_into_l1_or_l2(dtype, c, src_skew, dst_skew, band_asks_l2, streaming, threads):
+    # NHWC to NCHW gathers of pixels of 32-129 channels (at most 1 KiB, a band
+    # of them 2 KiB or more: the next band asked for ahead) into planes of
+    # whole lines, the source and the output on a line or 16 or 48 bytes
+    # past one (the bands then follow the output's lines, the source's
+    # bands starting inside a page), asking into L1 and into L2, against
+    # numpy, between guard bytes.
+    sizes = (2, c, 24, 40)
+    desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
+    plan = transfer._plan(desc, "gather").describe()
+    assert plan["mode"] == "tile" and plan["stream"] and plan["l2"] == "none"
+    w = np.dtype(dtype).itemsize
+    assert (64 // w) * c * w >= 2048 and c * w <= _planner.CLOSE_ROW_BYTES
+    src = _at_line_offset(desc.total_tensor_size_in_bytes, src_skew, c + src_skew)
+    expected = _numpy_gather(src, desc)
+    room = _at_line_offset(expected.nbytes + 128, dst_skew, c + dst_skew + 1)
+    guard = room.copy()
+    out = room[64:64 + expected.nbytes].view(expected.dtype).reshape(sizes)
+    assert ds.gather(src, desc, out=out, check_alignment=False) is out
+    assert out.tobytes() == expected.tobytes()
+    assert room[:64].tobytes() == guard[:64].tobytes()
+    assert room[64 + expected.nbytes:].tobytes() == guard[64 + expected.nbytes:].tobytes()
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("to_channels_last", [True, False], ids=["to-nhwc", "to-nchw"])
 @pytest.mark.parametrize("c,hw", [(16, 40), (17, 1000), (64, 129), (64, 1000), (300, 40)])

@@ -130,6 +130,8 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->deint_small = deint_small_none;
 }
 
+int dmls_band_asks_l2 = 0;
+
 dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_contig_none, contig_ragged_none,
                        rows_short_none,
                        deint3_none, deint3_none, int3_none, int3_none, unpack_none, nibbles_none,

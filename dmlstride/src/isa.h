@@ -222,6 +222,11 @@ typedef struct {
 
 extern dmls_isa_t dmls_isa;
 
+/* Whether nt_transpose asks for the next band of source rows close
+   together into L2 rather than L1 (see dmls_nt_transpose): 0 unless the
+   engine sets it from the planner's BAND_ASKS_L2, a bound of the L3. */
+extern int dmls_band_asks_l2;
+
 /* Use the best variants at or below max_level that the CPU supports;
    returns the level chosen. */
 int dmls_isa_select(int max_level);

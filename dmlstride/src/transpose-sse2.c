@@ -632,8 +632,23 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
            aligned; 24-32 float64, 32-40 float32 and 32 int16 channels
            0.96-1.07x, even.  Bands of under 2 KiB (16 float32 channels,
            0.92x with requests) and rows further apart (each its own
-           stream: a 4096 x 4096 float32 transpose 0.94x) go without. */
+           stream: a 4096 x 4096 float32 transpose 0.94x) go without.
+           That was on an AMD EPYC (32 KiB of L1, 512 KiB of L2 a core).
+           On an Intel Xeon (48 KiB, 2 MiB), timed as the harness times
+           them (each copy among the others, 7-9 repeats), the asks into L1
+           made a band starting 2 or 3 KiB past a page boundary (a
+           destination 16 bytes past a line: the bands follow its lines)
+           1.3-1.4x slower than an aligned one, which the harness's bound
+           of 1.2x missed; asked into L2 instead (dmls_band_asks_l2, the
+           planner's BAND_ASKS_L2 with a large L3), 9 NHWC to NCHW gathers
+           of 24-256 float32 channels, 64 float64 or int16 ones and 128
+           float16 ones, 20-67 MB, aligned and 16 bytes past, ran 1.07x
+           faster by geometric mean (two runs each; aligned 1.05x, past
+           1.09x, one at 0.93x), 64 float32 channels 16 bytes past
+           1.19-1.23x: 1.06-1.17x its aligned time over two harness runs,
+           against 1.26-1.36x. */
         const int64_t ask = E * sj >= 2048 && sj <= DMLS_CLOSE_ROW_BYTES && j0 + E < jn ? E * sj / 64 + 1 : 0;
+        const int ask_l2 = dmls_band_asks_l2;
         /* Rows further apart than that: as each micro-block row reaches a
            line of k, the line DMLS_BAND_AHEAD_BYTES on in each of the
            band's E rows is asked for into L2 (the band is E read streams,
@@ -671,8 +686,12 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
                 k += E - N;
                 continue;
             }
-            for (upto = ask * (k / N + 1) / steps; asked < upto; asked++)
-                _mm_prefetch(sb + E * sj + asked * 64, _MM_HINT_T0);
+            for (upto = ask * (k / N + 1) / steps; asked < upto; asked++) {
+                if (ask_l2)
+                    _mm_prefetch(sb + E * sj + asked * 64, _MM_HINT_T1);
+                else
+                    _mm_prefetch(sb + E * sj + asked * 64, _MM_HINT_T0);
+            }
             if (ahead && k * W % 64 == 0 && k * W + DMLS_BAND_AHEAD_BYTES < kn * W)
                 for (r = 0; r < E; r++) _mm_prefetch(sb + r * sj + k * W + DMLS_BAND_AHEAD_BYTES, _MM_HINT_T1);
             /* Rows past the last whole micro-block row (7 channels leave 3 of 4)
