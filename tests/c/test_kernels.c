@@ -471,13 +471,13 @@ static void set_group(dmls_group *g, int64_t n0, int64_t stride0, int64_t n1, in
     g->elems = n0 * n1;
 }
 
+/* lines of k a chunk read in place takes of each source row (dmls_plan.l2_lines) in the block cases */
+static int case_l2_lines = 1;
+
 /* One blocked transpose of a 4-D tensor (j1, k1, j0, k0): in the source k0
    is fastest, then k1, j0, j1; in the destination j0, j1, k0, k1.  J = (j0,
    j1) is destination-contiguous, K = (k0, k1) source-contiguous; both
    buffers start o bytes in.  Returns whether it matched the reference. */
-/* lines of k a chunk read in place takes of each source row (dmls_plan.l2_lines) in the block cases */
-static int case_l2_lines = 1;
-
 static int block_case_segs(int W, int64_t j0n, int64_t j1n, int64_t k0n, int64_t k1n, int64_t o, int lines,
                            int stage_src, int stage_dst, int l2, int stream, int64_t seg, int only) {
     /* source strides (bytes) */
