@@ -4586,8 +4586,9 @@ def test_streamed_rows_into_padded_rows_keep_the_padding(dtype, threads):
 # Streamed rows of 128-511 bytes into rows padded to a multiple of 64 bytes:
 # with the buffer on a line boundary every row starts on a line, its whole
 # lines are streamed and its last line's bytes take ordinary stores; off a
-# line boundary the rows take ordinary stores throughout.  The padding keeps
-# its bytes either way; gathered back from the padded rows too.
+# line boundary too (padded rows), the first line's bytes then with ordinary
+# stores as well.  The padding keeps its bytes either way; gathered back from
+# the padded rows too.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 def test_streamed_short_rows_on_lines_keep_the_padding(dtype, threads):
     w = np.dtype(dtype).itemsize
@@ -4602,6 +4603,29 @@ def test_streamed_short_rows_on_lines_keep_the_padding(dtype, threads):
                     assert plan["mode"] == "memcpy" and plan["stream"]
                     assert all(b % 64 == 0 for _, _, b in plan["outer"]) and plan["outer"][-1][2] == pitch
                     _check_padded_rows(desc, pad, 0, rng, 0xC3, line=line)
+
+
+# Streamed rows of 128-511 bytes into rows padded by any number of bytes up
+# to a page (a region of a wider image: rows of 300 bytes 4096 apart), off
+# line boundaries and on them, where the engine streams each row's whole
+# lines and asks for its partial first and last lines ahead, and padded by a
+# page or more, where the rows keep ordinary stores: every row's bytes land
+# where numpy puts them and the padding keeps its bytes, at 1 and 2 threads
+# (rows shared out at every task boundary); gathered back too.
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_rows_into_rows_a_page_apart_keep_the_padding(dtype, threads):
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(w + 23)
+    for n in sorted({128 // w, 200 // w, 300 // w, 392 // w, 511 // w}):
+        for gap in (8, 100, 4096 - n * w - 8, 4096 - 64, 4096, 4096 + 40):
+            pad = -(-gap // w)
+            for line, rows in ((0, (3, 9)), (16, (2, 11)), (40, (1, 3))):
+                desc = _padded_rows(dtype, rows, n, pad)
+                with _stream_threshold(0):
+                    plan = _padded_rows_plan(desc)
+                    assert plan["mode"] == "memcpy" and plan["stream"]
+                    assert plan["inner"][0] == n and plan["outer"][-1][2] == (n + pad) * w
+                    _check_padded_rows(desc, pad, 0, rng, 0x5A, line=line)
 
 
 # Streaming tile plans whose tasks each write one run of the destination

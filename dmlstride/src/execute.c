@@ -764,14 +764,33 @@ static inline dmls_task_ask task_ask(const dmls_plan *p) {
    geometric mean (1.06-2.36x), and 11 scatters of 4-D to 6-D permutations
    keeping such rows 1.04-2.11x (1.45x).  Rows that start off a line (a
    row of 480 bytes after another) ran 0.84-1.57x, about 1.04x: those keep
-   ordinary stores, and so do rows of 64-127 bytes (a uint8 scatter of
-   100-byte rows into rows 512 apart 0.68x). */
+   ordinary stores unless padded (below), and so do rows of 64-127 bytes (a
+   uint8 scatter of 100-byte rows into rows 512 apart 0.68x). */
 static inline int rows_on_lines(const dmls_plan *p, const char *first) {
     int i;
     if ((uintptr_t)first % 64 != 0) return 0;
     for (i = 0; i < p->outer_ndim; i++)
         if (p->outer_dst_stride[i] % 64 != 0) return 0;
     return 1;
+}
+
+/* ... and so do padded rows anywhere: the innermost outer dimension steps
+   the destination by more than a row and less than a row and
+   DMLS_PAD_GAP_MAX bytes (a scatter into pitched rows, a region of a wider
+   image), so that the rows follow one another through the destination,
+   with their first and last lines asked for ahead (stream_rows).  With
+   ordinary stores, each row's lines waited on reads for ownership: in one
+   process on the same buffers, alternating in a shuffled order (2
+   threads, 9 rounds), 6 scatters of 24-40 MB into rows of 300-400 bytes
+   padded to 128-4096, the destination 16 bytes past a line, ran 1.34-1.53x
+   faster; 12 unnamed 3-D to 6-D permutations that keep a last dimension of
+   138-480 bytes, whose rows lie 9 KB to 6 MB apart, ran 0.92x streamed
+   (0.79-1.26x), and keep ordinary stores. */
+#define DMLS_PAD_GAP_MAX 4096
+static inline int padded_rows(const dmls_plan *p) {
+    const int last = p->outer_ndim - 1;
+    const int64_t n = p->inner_size * p->width;
+    return last >= 0 && p->outer_dst_stride[last] > n && p->outer_dst_stride[last] - n < DMLS_PAD_GAP_MAX;
 }
 
 /* Tasks t0..t1 of a streamed copy of contiguous rows of n >= 64 bytes, one
@@ -802,7 +821,17 @@ static inline int rows_on_lines(const dmls_plan *p, const char *first) {
    geometric mean (0.96-2.04x; those whose rows end on a line, or lie back
    to back, 0.96-1.01x); 20 gathers and scatters of 5-D and 6-D
    permutations keeping a last dimension of 512-2400 bytes 1.04x (control
-   1.02x). */
+   1.02x).
+   Those ordinary stores each wait for their line to be read for ownership,
+   and the streaming stores behind them wait too: the partial first and
+   last lines of the row AHEAD rows on are asked for, to be written, as
+   the tile's rows out of L2 do (tile.c).  In one process on the same
+   buffers, alternating in a shuffled order (2 threads, 9 rounds),
+   scatters of 24-50 MB into rows of 388-1200 bytes padded to 64-4096 ran
+   1.04-2.15x faster with their rows on lines (rows of 388-392 bytes 4096
+   apart 1.8-2.1x), 1.07-1.30x with the destination 16 bytes past one; 12
+   unnamed permutations keeping a last dimension of 138-480 bytes 0.99x and
+   1.01x (two runs). */
 static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, int64_t t1, int64_t *idx,
                         int64_t so, int64_t do_, char *line) {
     const int64_t n = p->inner_size * p->width;
@@ -811,11 +840,16 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
     const int chain = last >= 0 && p->outer_dst_stride[last] == n;
     enum { AHEAD = 8 };
     int64_t t;
-    dmls_odometer ah;
+    dmls_odometer ah, ends;
     dmls_held_line held = {line, NULL, 0};
     if (ask) odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
+    if (!chain) odometer_ahead(p, &ends, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
     for (t = t0; t < t1; t++) {
         if (ask && t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, n, 0);
+        if (!chain && t + AHEAD < t1) {
+            dmls_prefetch_w_end_lines(d + ends.do_, n);
+            odometer_step(p, &ends);
+        }
         dmls_lines_out(&held, d + do_, s + so, n, chain && t + 1 < t1);
         next_outer(p, idx, &so, &do_);
     }
@@ -942,7 +976,8 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
     if (p->mode == DMLS_MODE_MEMCPY && p->stream && p->segments == 1 && p->tile_size <= 1 &&
             (p->inner_size * p->width >= DMLS_STREAM_MIN_RUN ||
              (p->inner_size * p->width >= DMLS_STREAM_BACK_TO_BACK_MIN && p->outer_ndim > 0 &&
-              (p->outer_dst_stride[p->outer_ndim - 1] == p->inner_size * p->width || rows_on_lines(p, d + do_)))) &&
+              (p->outer_dst_stride[p->outer_ndim - 1] == p->inner_size * p->width || rows_on_lines(p, d + do_) ||
+               padded_rows(p)))) &&
             p->inner_size * p->width <= DMLS_INLINE_ROW_BYTES &&
             dmls_isa.level >= DMLS_ISA_SSE2) {
         stream_rows(p, s, d, t0, t1, idx, so, do_, scratch);
