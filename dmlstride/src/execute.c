@@ -840,15 +840,15 @@ static void stream_rows(const dmls_plan *p, const char *s, char *d, int64_t t0, 
     const int chain = last >= 0 && p->outer_dst_stride[last] == n;
     enum { AHEAD = 8 };
     int64_t t;
-    dmls_odometer ah, ends;
+    dmls_odometer ah;
     dmls_held_line held = {line, NULL, 0};
-    if (ask) odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
-    if (!chain) odometer_ahead(p, &ends, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
+    /* (one odometer AHEAD rows on: the source lines, the destination's ends) */
+    if (ask || !chain) odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
     for (t = t0; t < t1; t++) {
-        if (ask && t + AHEAD < t1) odometer_ask(p, &ah, s, 1, 0, n, 0);
-        if (!chain && t + AHEAD < t1) {
-            dmls_prefetch_w_end_lines(d + ends.do_, n);
-            odometer_step(p, &ends);
+        if ((ask || !chain) && t + AHEAD < t1) {
+            if (ask) dmls_prefetch_l2_lines(s + ah.so, n);
+            if (!chain) dmls_prefetch_w_end_lines(d + ah.do_, n);
+            odometer_step(p, &ah);
         }
         dmls_lines_out(&held, d + do_, s + so, n, chain && t + 1 < t1);
         next_outer(p, idx, &so, &do_);
