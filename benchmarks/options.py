@@ -11,9 +11,10 @@ import argparse
 FAMILIES = ("issue", "perm")
 
 
-def add_draw_options(p: argparse.ArgumentParser, default_mb: str, mb_note: str = "") -> None:
-    """The options that say which cases to draw: --family, --seed, --count, --mb."""
-    p.add_argument("--family", choices=FAMILIES, default="issue", help="kind of shapes to draw (default issue)")
+def add_draw_options(p: argparse.ArgumentParser, default_mb: str, mb_note: str = "",
+                     families: tuple[str, ...] = FAMILIES) -> None:
+    """The options that say which cases to draw: --family (one of ``families``), --seed, --count, --mb."""
+    p.add_argument("--family", choices=families, default="issue", help="kind of shapes to draw (default issue)")
     p.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
     p.add_argument("--count", type=int, default=12, help="number of cases (default 12)")
     p.add_argument("--mb", default=default_mb, metavar="LO,HI",

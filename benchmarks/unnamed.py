@@ -8,23 +8,33 @@ thread-matched memcpy limit; every result compared byte for byte with dmlstride'
 before timing), then reports the geometric mean and the lowest fraction of the
 limit and the lowest speed-up over each peer.
 
-Two families of shapes (``--family``):
+Three families of shapes (``--family``):
 
 * ``issue``: NCHW <-> NHWC with odd H and W and 5-48 channels, column-major
   matrices of odd sizes, and 5-D and 6-D scrambled dimension orders;
-* ``perm``: a random permutation of 2-6 random dimensions.
+* ``perm``: a random permutation of 2-6 random dimensions;
+* ``inner``: the copies the other targets name rather than layout conversions:
+  rows padded to a pitch of 16 bytes to a page (gathered, scattered or copied),
+  a batch slice of a larger tensor, packed tensors, broadcasts along one axis,
+  packed copies whose buffers sit at any element-aligned offset in a page, and
+  layout conversions of the ``issue`` family so placed (each also timed with
+  both buffers page-aligned, in the same loop).
 
 Element types are drawn from uint8, int16, float16, float32, uint32 and float64;
-each shape is gathered or scattered in turn, and its packed side holds between
-the two ``--mb`` bounds (megabytes).  The same seed draws the same shapes::
+each shape of ``issue`` and ``perm`` is gathered or scattered in turn, and its
+packed side holds between the two ``--mb`` bounds (megabytes).  The same seed
+draws the same shapes::
 
     python benchmarks/unnamed.py                       # 12 issue-like shapes, seed 1
     python benchmarks/unnamed.py --family perm --seed 7 --count 16 --mb 8,70
+    python benchmarks/unnamed.py --family inner --seed 2 --count 18
     python benchmarks/unnamed.py --list --seed 3       # the shapes only
 
-``--check-targets`` exits 3 when the conversion targets are missed (geometric mean
-of at least 0.8 of the limit, each at least 0.6, each at least as fast as every
-peer), as the harness's does.
+``--check-targets`` exits 3 when the targets for the drawn cases are missed, as the
+harness's does: for layout conversions a geometric mean of at least 0.8 of the
+limit and each at least 0.6; for padded, sliced, packed and broadcast copies each
+at least 0.95; a copy at another offset at most 1.2x its time page-aligned; and
+every case at least as fast as every peer.
 """
 
 from __future__ import annotations
@@ -82,9 +92,87 @@ def draw(rng: random.Random, family: str, lo_mb: float, hi_mb: float) -> tuple[s
     raise ValueError(f"no {family} shape of {lo_mb}-{hi_mb} MB found; widen --mb")
 
 
+#: The kinds of copy the ``inner`` family draws, in turn.
+INNER_KINDS = ("pitched", "slice", "packed", "broadcast", "offset", "offset-layout")
+
+#: Row pitches the ``inner`` family pads to (bytes): a line or less up to a page.
+PITCHES = (16, 64, 128, 256, 512, 4096)
+
+
+def _offset(rng: random.Random, isz: int) -> int:
+    """An element-aligned offset within a page, not 0."""
+    return rng.randrange(1, C.PAGE // isz) * isz
+
+
+def draw_inner(rng: random.Random, i: int, lo_mb: float, hi_mb: float) -> C.Row:
+    """The ``inner`` family's row ``i`` (its kind INNER_KINDS[i % 6]), its packed side within the bounds."""
+    kind = INNER_KINDS[i % len(INNER_KINDS)]
+    for _ in range(10_000):
+        dtype = rng.choice(TYPES)
+        isz = ds.element_bytes(dtype)
+        elems = rng.uniform(lo_mb, hi_mb) * 1e6 / isz
+        if kind == "offset-layout":
+            dtype, sizes, order = draw(rng, "issue", lo_mb, hi_mb)
+            desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
+            isz = ds.element_bytes(dtype)
+            op = rng.choice(("gather", "scatter"))
+            src_skew, dst_skew = _offset(rng, isz), rng.randrange(0, C.PAGE // isz) * isz
+            name = (f"{op}/offset{src_skew}+{dst_skew}-{dtype}-{'x'.join(map(str, sizes))}"
+                    f"-order{''.join(map(str, order))}")
+            strided, packed = (desc, None) if op == "gather" else (None, desc)
+            return C.Row(name, "align", op, strided, packed, src_skew=src_skew, dst_skew=dst_skew)
+        if kind == "pitched":
+            n, c = rng.randint(1, 3), rng.randint(1, 5)
+            h = rng.randint(64, 3000)
+            sizes = (n, c, h, max(3, int(elems / (n * c * h))) | 1)
+        elif kind == "slice":
+            sizes = _random_dims(rng, 4, 2 * elems)
+            sizes = (max(4, sizes[0]),) + sizes[1:]
+        else:
+            sizes = _random_dims(rng, rng.randint(1, 4) if kind in ("packed", "offset") else 4, elems)
+        packed_sizes = (sizes[0] // 2,) + sizes[1:] if kind == "slice" else sizes
+        if not lo_mb * 1e6 <= math.prod(packed_sizes) * isz <= hi_mb * 1e6:
+            continue
+        tag = f"{dtype}-{'x'.join(map(str, sizes))}"
+        packed = C._packed(dtype, packed_sizes)
+        if kind == "pitched":
+            pitch = rng.choice(PITCHES)
+            desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW", row_pitch_alignment=pitch)
+            op = rng.choice(("gather", "scatter", "copy"))
+            return C.Row(f"{op}/pitched{pitch}-{tag}", "inner", op, desc if op != "scatter" else None,
+                         packed if op == "copy" else desc if op == "scatter" else None)
+        if kind == "slice":
+            whole = C._packed(dtype, sizes)
+            part = ds.BufferTensorDesc(dtype, packed_sizes, strides=whole.effective_strides)
+            step = whole.effective_strides[0] * isz
+            starts = [b for b in range(sizes[0] - packed_sizes[0] + 1) if b * step % 16 == 0]
+            b0 = rng.choice(starts)
+            op = rng.choice(("gather", "scatter"))
+            side = {"src_offset": b0 * step, "src_buffer_bytes": whole.total_tensor_size_in_bytes} if op == "gather" \
+                else {"dst_offset": b0 * step, "dst_buffer_bytes": whole.total_tensor_size_in_bytes}
+            return C.Row(f"{op}/slice{b0}-{tag}", "inner", op, part if op == "gather" else None,
+                         part if op == "scatter" else None, **side)
+        if kind == "broadcast":
+            axis = rng.randrange(4)
+            desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW", broadcast=[a == axis for a in range(4)])
+            op = rng.choice(("gather", "copy"))
+            return C.Row(f"{op}/broadcast{axis}-{tag}", "broadcast", op, desc, packed if op == "copy" else None)
+        op = rng.choice(("gather", "scatter", "copy"))
+        src, dst = (packed if op != "scatter" else None), (packed if op != "gather" else None)
+        if kind == "packed":
+            return C.Row(f"{op}/packed-{tag}", "inner", op, src, dst)
+        side = rng.choice(("src", "dst", "both"))
+        skews = {"src_skew": _offset(rng, isz) if side != "dst" else 0,
+                 "dst_skew": _offset(rng, isz) if side != "src" else 0}
+        return C.Row(f"{op}/offset{skews['src_skew']}+{skews['dst_skew']}-{tag}", "align", op, src, dst, **skews)
+    raise ValueError(f"no inner {kind} case of {lo_mb}-{hi_mb} MB found; widen --mb")
+
+
 def build_rows(family: str, seed: int, count: int, lo_mb: float, hi_mb: float) -> list[C.Row]:
-    """``count`` rows drawn from ``seed``: gathers and scatters in turn."""
+    """``count`` rows drawn from ``seed``: gathers and scatters in turn (``inner``: its kinds in turn)."""
     rng = random.Random(seed)
+    if family == "inner":
+        return [draw_inner(rng, i, lo_mb, hi_mb) for i in range(count)]
     rows = []
     for i in range(count):
         dtype, sizes, order = draw(rng, family, lo_mb, hi_mb)
@@ -139,17 +227,29 @@ def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -
             worst, r = min(ratios, key=lambda t: t[0])
             lines.append(f"vs {peer.label}: geometric mean {C.geometric_mean([v for v, _ in ratios]):.2f}x, "
                          f"lowest {worst:.2f}x ({r.row.name})")
-    # Every case is a layout conversion: the harness's conversion and peer rules.
+    aligned = [r for r in timed if C.DMLSTRIDE_ALIGNED in r.ns]
+    if aligned:
+        worst = max(aligned, key=lambda r: r.misaligned_cost)
+        lines.append(f"at other offsets: geometric mean {C.geometric_mean([r.misaligned_cost for r in aligned]):.2f}x "
+                     f"the page-aligned time, highest {worst.misaligned_cost:.2f}x ({worst.row.name})")
+    # The harness's rules for each case's kind (conversions, contiguous copies, offsets, peers).
     met = all(t.passed for t in R.evaluate_targets(results, peers))
     verdict = ("met" if met else "missed") if judged else f"not judged (cases under {JUDGED_MB} MB run from cache)"
-    lines.append(f"targets (geometric mean >= {R.CONVERSION_GEOMEAN}, each >= {R.CONVERSION_EACH} of the limit, "
-                 f"each >= {R.PEER_EACH:g}x every peer): {verdict}")
+    rules = []
+    if any(r.row.conversion for r in timed):
+        rules.append(f"conversions: geometric mean >= {R.CONVERSION_GEOMEAN}, each >= {R.CONVERSION_EACH} of the limit")
+    if any(r.row.group in ("inner", "broadcast") for r in timed):
+        rules.append(f"padded, sliced, packed and broadcast copies each >= {R.CONTIGUOUS_EACH} of it")
+    if aligned:
+        rules.append(f"other offsets <= {R.ALIGNMENT_AT_MOST}x page-aligned")
+    rules.append(f"each >= {R.PEER_EACH:g}x every peer")
+    lines.append(f"targets ({'; '.join(rules)}): {verdict}")
     return lines, met
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    O.add_draw_options(p, "8,70")
+    O.add_draw_options(p, "8,70", families=O.FAMILIES + ("inner",))
     p.add_argument("--repeats", type=int, default=7, help="timing repeats per case (default 7)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="thread count for dmlstride, PyTorch and the memcpy limit (default: dmlstride's)")

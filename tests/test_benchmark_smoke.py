@@ -248,6 +248,33 @@ def test_unnamed_draws_repeatable_shapes_within_bounds() -> None:
             assert abs(nbytes / 1e6 - mb) <= 0.05
 
 
+def test_unnamed_inner_family_draws_each_kind_in_turn_within_bounds() -> None:
+    first = _listed("--family", "inner", "--seed", "5", "--count", "12", "--mb", "8,20")
+    assert first == _listed("--family", "inner", "--seed", "5", "--count", "12", "--mb", "8,20")
+    assert first != _listed("--family", "inner", "--seed", "6", "--count", "12", "--mb", "8,20")
+    kinds = [re.match(r"(gather|scatter|copy)/([a-z]+)", n).group(2) for n, _ in first]
+    assert kinds == ["pitched", "slice", "packed", "broadcast", "offset", "offset"] * 2, kinds
+    assert all(7.95 <= mb <= 20.05 for _, mb in first), first
+    for name, _ in first:
+        op, rest = name.split("/")
+        if rest.startswith("broadcast"):
+            assert op in ("gather", "copy")  # a broadcast is never a destination
+        if rest.startswith("offset"):
+            src, dst = (int(x) for x in re.match(r"offset(\d+)\+(\d+)-", rest).groups())
+            assert (src, dst) != (0, 0) and src < 4096 and dst < 4096
+
+
+def test_unnamed_inner_family_small_run_states_its_rules() -> None:
+    proc = _unnamed("--family", "inner", "--count", "6", "--mb", "0.2,0.4", "--repeats", "2", "--seed", "4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^6 cases: geometric mean [0-9.]+ of the limit", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^at other offsets: geometric mean [0-9.]+x the page-aligned time, highest [0-9.]+x "
+                     r"\((gather|scatter|copy)/offset", proc.stdout, re.M), proc.stdout
+    assert "padded, sliced, packed and broadcast copies each >= 0.95 of it" in proc.stdout
+    assert "other offsets <= 1.2x page-aligned" in proc.stdout and "not judged" in proc.stdout
+    assert "correctness check failed" not in proc.stderr
+
+
 def test_unnamed_small_run_checks_and_summarises() -> None:
     proc = _unnamed("--count", "2", "--mb", "0.2,0.4", "--repeats", "2", "--seed", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
