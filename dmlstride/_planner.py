@@ -67,6 +67,7 @@ L3_BOUNDS = {
     "BLOCK_TALL_ALIASED_ROWS": (64, 4),
     "L2_PHASE_LINES": (1, 2),
     "BAND_ASKS_L2": (0, 1),
+    "BROADCAST_PLAIN_ROW_BYTES": (4096, 0),
 }
 
 
@@ -528,13 +529,19 @@ TILE_L2_FAR_BYTE_MIN_TOTAL = l3_bound("TILE_L2_FAR_BYTE_MIN_TOTAL")
 COPY_STREAM_EIGHTHS = 10
 
 #: Contiguous copies whose source is read again (a dimension broadcast from
-#: it) never stream rows of at most this many bytes: the source is in cache
-#: and ordinary stores from the engine's copy loop ran ahead of streaming
-#: stores.  In one process, alternating (2 threads), outputs of 64-128 MiB
-#: broadcast along H with rows of 512-1200 bytes 1.19-1.30x faster (float32
-#: rows of 1 KiB 1.03-1.04x, of 2-4 KiB 1.02-1.08x); planes of 64 KB
-#: broadcast along C ran 0.94-0.98x, and longer rows keep streaming.
-BROADCAST_PLAIN_ROW_BYTES = 4096
+#: it) never stream rows of at most this many bytes with a small L3: the
+#: source is in cache and ordinary stores from the engine's copy loop ran
+#: ahead of streaming stores.  In one process, alternating (2 threads),
+#: outputs of 64-128 MiB broadcast along H with rows of 512-1200 bytes
+#: 1.19-1.30x faster (float32 rows of 1 KiB 1.03-1.04x, of 2-4 KiB
+#: 1.02-1.08x); planes of 64 KB broadcast along C ran 0.94-0.98x, and longer
+#: rows keep streaming.  With a large L3 they stream as other copies do:
+#: there ordinary stores wrote broadcasts of 35-136 MB along H and C at
+#: 13-17 GB/s, 0.76-1.02x PyTorch's copy_, and streaming stores at 38-43
+#: GB/s (rows of 540-2002 bytes, float32 and int16, timed as the harness
+#: does: 2.1-2.8x PyTorch); outputs under the streaming size keep ordinary
+#: stores either way.
+BROADCAST_PLAIN_ROW_BYTES = l3_bound("BROADCAST_PLAIN_ROW_BYTES")
 
 
 def _slow_aliased_streams(signature: tuple[str, int, int] | None) -> bool:

@@ -4124,12 +4124,39 @@ def test_interleaves_stream_from_a_quarter_of_the_threshold(dtype, sizes, order,
         _engine._set_stream_min_total(old)
 
 
+# A copy that reads its source again (broadcast along H or C) streams from
+# the streaming size like any copy, but for rows of at most
+# BROADCAST_PLAIN_ROW_BYTES, which keep ordinary stores: 4 KiB with a small
+# L3, none with a large one (_planner.L3_BOUNDS).  Each way the bytes are
+# numpy's broadcast, at both thread counts.
+@pytest.mark.parametrize("plain", [0, 4096])
+def test_broadcast_rows_stream_past_the_machine_bound(plain, monkeypatch, threads):
+    monkeypatch.setattr(_planner, "BROADCAST_PLAIN_ROW_BYTES", plain)
+    assert _planner.l3_bound("BROADCAST_PLAIN_ROW_BYTES", small_l3=True) == 4096
+    assert _planner.l3_bound("BROADCAST_PLAIN_ROW_BYTES", small_l3=False) == 0
+    rng = np.random.default_rng(plain + threads)
+    for dtype, sizes, axis in (("float32", (3, 5, 7, 180), 2), ("int16", (4, 6, 3, 1001), 2),
+                               ("uint8", (2, 3, 5, 4096), 2), ("float64", (5, 3, 2, 700), 0)):
+        w = np.dtype(dtype).itemsize
+        row = int(np.prod(sizes[axis + 1:])) * w   # the dimensions after the broadcast one, merged
+        desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NCHW", broadcast=[a == axis for a in range(4)])
+        packed = ds.BufferTensorDesc(dtype, sizes).effective_strides
+        with _stream_threshold(0):
+            plan = _engine.Plan(sizes, desc.effective_strides, packed, 8 * w).describe()
+            assert plan["mode"] == "memcpy" and plan["stream"] == (row > plain), (sizes, plan)
+            src = rng.integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+            for skew in (0, 24):
+                out = _at_line_offset(int(np.prod(sizes)) * w, skew, skew + 3).view(dtype).reshape(sizes)
+                ds.gather(src, desc, out=out)
+                np.testing.assert_array_equal(out, _numpy_gather(src, desc))
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_streaming_counts_source_bytes_once(axis):
     # A copy whose source is broadcast along a dimension (of 2 here) reads
     # its bytes again; only distinct ones count towards 10/8 of the limit
-    # (its rows past BROADCAST_PLAIN_ROW_BYTES, which shorter ones never
-    # stream).  A fill (broadcast along the innermost dimension) never
+    # (its rows past BROADCAST_PLAIN_ROW_BYTES, 4 KiB with a small L3, below
+    # which rows never stream).  A fill (broadcast along the innermost dimension) never
     # streams.
     sizes = [64, 64, 64 if axis == 2 else 1100]
     sizes[axis] = 2
@@ -5134,9 +5161,11 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
-    # (a broadcast row of up to 4 KiB takes ordinary stores: see below)
+    # (a broadcast row of up to BROADCAST_PLAIN_ROW_BYTES, 4 KiB with a small
+    # L3, takes ordinary stores: see below)
     assert plan["mode"] == ("fill" if source == "fill" else "memcpy")
-    assert plan["stream"] == (source == "padded" or source == "broadcast" and row_bytes > 4096)
+    assert plan["stream"] == (source == "padded"
+                              or source == "broadcast" and row_bytes > _planner.BROADCAST_PLAIN_ROW_BYTES)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -5270,8 +5299,9 @@ def test_copies_just_past_their_source_modulo_4_kib(distance, stream, threads):
 
 
 # A contiguous copy that reads its source again (broadcast along N, C or H)
-# writes rows of up to 4 KiB with ordinary stores whatever its size: it
-# never streams them, longer rows it does (the limit lowered to 0 here).
+# writes rows of up to BROADCAST_PLAIN_ROW_BYTES (the machine's: 4 KiB with a
+# small L3, none with a large one) with ordinary stores whatever its size:
+# it never streams them, longer rows it does (the limit lowered to 0 here).
 # Its row is every dimension after the broadcast one, merged.
 @pytest.mark.parametrize("axis", [0, 1, 2])
 @pytest.mark.parametrize("row_bytes", [512, 1200, 4096, 4100])
@@ -5282,7 +5312,8 @@ def test_broadcast_copies_stream_only_long_rows(axis, row_bytes):
     packed = ds.BufferTensorDesc("float32", sizes)
     with _stream_threshold(0):
         plan = _engine.Plan(sizes, src.effective_strides, packed.effective_strides, 32).describe()
-        assert plan["mode"] == "memcpy" and plan["stream"] == (int(np.prod(sizes[axis + 1:])) * 4 > 4096)
+        assert plan["mode"] == "memcpy" and plan["stream"] == (int(np.prod(sizes[axis + 1:])) * 4
+                                                               > _planner.BROADCAST_PLAIN_ROW_BYTES)
         assert _engine.Plan(sizes, packed.effective_strides, packed.effective_strides, 32).describe()["stream"]
     buf = _random_buffer(src.total_tensor_size_in_bytes, row_bytes)
     with _stream_threshold(0):
