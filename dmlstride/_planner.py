@@ -68,6 +68,7 @@ L3_BOUNDS = {
     "L2_PHASE_LINES": (1, 2),
     "BAND_ASKS_L2": (0, 1),
     "BROADCAST_PLAIN_ROW_BYTES": (4096, 0),
+    "FILL_STREAMS": (0, 1),
 }
 
 
@@ -634,8 +635,28 @@ def wide_tile_stream_min(row_stride: int = 0) -> int:
     return stream_min_total * (TILE_STREAM_WIDE_FAR_SIXTEENTHS if far else TILE_STREAM_WIDE_SIXTEENTHS) // 16
 
 
+#: Fills (one value repeated along each row: a broadcast along W) stream
+#: their rows' whole lines with a large L3 (the engine's fill_stream), from
+#: stream_min_total bytes written, where each row is contiguous and at least
+#: FILL_STREAM_MIN_ROW bytes long; with a small L3 they never stream (see
+#: copy_streams).  On this Intel Xeon (480 MiB L3), ordinary stores filled
+#: 24-491 MB at 16-27 GB/s, 1.00-1.38x PyTorch's copy_ and 0.76 of the
+#: memcpy limit at 491 MB (whose memcpy, past glibc's streaming threshold,
+#: streams too); streamed, 41-45 GB/s, 2.1-2.9x PyTorch (fill_lines_out).
+FILL_STREAMS = l3_bound("FILL_STREAMS")
+FILL_STREAM_MIN_ROW = 128
+
+
+def fill_streams(row: int, dst_stride: int, width: int, dst_bytes: int) -> bool:
+    """Whether a fill of rows of ``row`` values (destination stride
+    ``dst_stride`` bytes) of ``width`` bytes, ``dst_bytes`` in all, streams
+    (FILL_STREAMS)."""
+    return (bool(FILL_STREAMS) and dst_stride == width and row * width >= FILL_STREAM_MIN_ROW
+            and dst_bytes >= stream_min_total)
+
+
 def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
-    """Whether a contiguous copy ("memcpy") streams (a fill never does): from
+    """Whether a contiguous copy ("memcpy") streams (a fill: fill_streams): from
     stream_min_total bytes written, or for a copy from COPY_STREAM_EIGHTHS of
     it read and written (dims, its (size, source stride, destination stride)
     triples, the last the contiguous row, tell the distinct source bytes: a
@@ -643,8 +664,9 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
     that reads its source again never streams rows of up to
     BROADCAST_PLAIN_ROW_BYTES."""
     # Fills (one value along the innermost dimension: a broadcast along W)
-    # never stream.  Ordinary stores, as numpy's and PyTorch's, wrote them
-    # faster on this kind of machine, whose streaming stores held at 27.0-27.4
+    # never stream here (with a large L3 they may: fill_streams).  Ordinary
+    # stores, as numpy's and PyTorch's, wrote them faster on a machine with a
+    # small L3, whose streaming stores held at 27.0-27.4
     # GB/s on 2 threads in the benchmark runs (a 64 MiB broadcast along W,
     # spreads of 1-7%: 0.89-0.97x numpy and PyTorch).  In one process,
     # alternating (2 threads), fills of 64-512 MiB with rows of 512 B to 8 KiB
@@ -1996,6 +2018,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan = KernelPlan(mode=mode, width=width, outer=outer, inner=(inner_n, inner_ss, inner_ds),
                       tile=tile, dst_bytes=count * width)
     plan.stream = (copy_stream
+                   or mode == "fill" and fill_streams(inner_n, inner_ds, width, plan.dst_bytes)
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss))
                    and not keeps_aliased_rows(tile)
                    or mode == "interleave" and not small_interleave(inner_n, tile[0], width)

@@ -5143,7 +5143,8 @@ def test_contiguous_runs_at_every_short_distance(dtype, distance, src_offset, th
 # Rows of 512 bytes and more are written with streaming stores when the copy
 # streams: rows just under and over that, padded on either side, broadcast
 # along a dimension, or one element repeated along the row (a fill, which
-# never streams), at several destination offsets.
+# streams with a large L3 only: FILL_STREAMS), at several destination
+# offsets.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("row_bytes", [496, 512, 520, 1000, 4096, 4104])
 @pytest.mark.parametrize("dst_offset", [0, 1, 8, 16, 48])
@@ -5162,10 +5163,11 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
     # (a broadcast row of up to BROADCAST_PLAIN_ROW_BYTES, 4 KiB with a small
-    # L3, takes ordinary stores: see below)
+    # L3, takes ordinary stores: see below; a fill streams with a large L3)
     assert plan["mode"] == ("fill" if source == "fill" else "memcpy")
     assert plan["stream"] == (source == "padded"
-                              or source == "broadcast" and row_bytes > _planner.BROADCAST_PLAIN_ROW_BYTES)
+                              or source == "broadcast" and row_bytes > _planner.BROADCAST_PLAIN_ROW_BYTES
+                              or source == "fill" and bool(_planner.FILL_STREAMS))
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, row_bytes)
     dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + dst_offset + 64, 7).tobytes())
     expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
@@ -5174,12 +5176,15 @@ def test_streamed_rows(dtype, row_bytes, dst_offset, source, streaming, threads)
 
 
 # A fill (one value repeated along each row) writes its rows with ordinary
-# stores whatever the copy's size: at every destination offset in a line (a
-# whole element apart), rows of an odd number of elements over 2 KiB, none
-# of the writes reaching past a row or into the bytes around the tensor
-# (the streaming limit lowered to 0: fills still do not stream).
+# stores whatever the copy's size with a small L3, and streams their whole
+# lines with a large one (FILL_STREAMS; the streaming limit lowered to 0
+# here): at every destination offset in a line (a whole element apart),
+# rows of an odd number of elements over 2 KiB, none of the writes reaching
+# past a row or into the bytes around the tensor.
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
-def test_fill_at_every_line_offset(dtype, streaming):
+@pytest.mark.parametrize("fill_streams", [0, 1])
+def test_fill_at_every_line_offset(dtype, fill_streams, streaming, monkeypatch):
+    monkeypatch.setattr(_planner, "FILL_STREAMS", fill_streams)
     itemsize = np.dtype(dtype).itemsize
     n = 2113 // itemsize | 1
     sizes = [3, 7, n]
@@ -5187,13 +5192,44 @@ def test_fill_at_every_line_offset(dtype, streaming):
     dst_desc = ds.BufferTensorDesc(dtype, sizes)
     plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                         src_desc.element_bits).describe()
-    assert plan["mode"] == "fill" and not plan["stream"]
+    assert plan["mode"] == "fill" and plan["stream"] == bool(fill_streams)
     src = _random_buffer(src_desc.total_tensor_size_in_bytes, 11)
     for dst_offset in range(0, 64, itemsize):
         dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 128, dst_offset).tobytes())
         expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
         ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
         assert bytes(dst) == expect, dst_offset
+
+
+# Fills that stream (a large L3's FILL_STREAMS, forced here both ways; rows
+# of FILL_STREAM_MIN_ROW bytes or more): rows back to back hold the line
+# one ends in for the next, which fills it and streams it whole; rows
+# padded apart write their partial lines with ordinary stores; a few long
+# rows cut into segments (row() in pieces) too.  Every row length around a
+# line, every destination offset a whole element apart, 1 and 2 threads
+# (task ranges that end in the middle of a held line).  Against numpy's
+# broadcast, guard bytes included.
+@pytest.mark.parametrize("fill_streams", [0, 1])
+@pytest.mark.parametrize("dtype", WIDTH_DTYPES)
+def test_streamed_fills_hold_lines_between_rows(dtype, fill_streams, streaming, threads, monkeypatch):
+    monkeypatch.setattr(_planner, "FILL_STREAMS", fill_streams)
+    w = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(w + 31 * fill_streams)
+    for row_bytes, rows, pad in ((120, (5, 9), 0), (128, (3, 7), 0), (200, (4, 33), 0), (1000, (2, 101), 0),
+                                 (4104, (3, 5), 0), (72000, (1, 2), 0), (256, (6, 9), 3), (2048, (2, 5), 1)):
+        n = row_bytes // w
+        sizes = [*rows, n]
+        src_desc = ds.BufferTensorDesc(dtype, sizes, strides=[rows[1], 1, 0])
+        dst_desc = ds.BufferTensorDesc(dtype, sizes, strides=[rows[1] * (n + pad), n + pad, 1])
+        plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides, 8 * w).describe()
+        assert plan["mode"] == "fill"
+        assert plan["stream"] == (bool(fill_streams) and n * w >= _planner.FILL_STREAM_MIN_ROW), (sizes, plan)
+        src = rng.integers(0, 256, src_desc.total_tensor_size_in_bytes, dtype=np.uint8)
+        for dst_offset in range(0, 64, w if row_bytes < 4096 else 8 * w):
+            dst = bytearray(rng.integers(0, 256, dst_desc.total_tensor_size_in_bytes + 128, dtype=np.uint8).tobytes())
+            expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)
+            ds.copy_tensor(src, src_desc, dst, dst_desc, dst_offset=dst_offset, check_alignment=False)
+            assert bytes(dst) == expect, (sizes, pad, dst_offset)
 
 
 # The same rows in runs along the innermost outer dimension (dmls_isa.
@@ -5224,8 +5260,9 @@ def test_fill_rows_in_runs(dtype, run, row_bytes, level, threads):
 
 # Rows of one repeated value of 16 bytes and more (a broadcast along the last
 # dimension) are filled inline, eight rows' values loaded before their
-# stores, with ordinary stores whatever the copy's size (fills never
-# stream): row lengths that are and are not a multiple of 16 bytes or of a
+# stores, with ordinary stores whatever the copy's size with a small L3
+# (with a large one, rows of FILL_STREAM_MIN_ROW bytes or more stream past
+# the streaming size): row lengths that are and are not a multiple of 16 bytes or of a
 # line, task ranges that are not a multiple of eight rows, outer dimensions
 # that carry, at destination offsets off 16 bytes, with the streaming limit
 # at 0 and out of reach, on 1 and 2 threads.  Against numpy, guard bytes
@@ -5243,7 +5280,8 @@ def test_fill_rows(dtype, row_bytes, stream, threads):
     with _stream_threshold(0 if stream else 1 << 62):
         plan = _engine.Plan(sizes, src_desc.effective_strides, dst_desc.effective_strides,
                             src_desc.element_bits).describe()
-        assert plan["mode"] == "fill" and not plan["stream"]
+        assert plan["mode"] == "fill"
+        assert plan["stream"] == (stream and bool(_planner.FILL_STREAMS) and row_bytes >= _planner.FILL_STREAM_MIN_ROW)
         for dst_offset in (0, itemsize, 24):
             dst = bytearray(_random_buffer(dst_desc.total_tensor_size_in_bytes + 64, dst_offset).tobytes())
             expect = _expected_copy(src, src_desc, bytes(dst), dst_desc, dst_offset)

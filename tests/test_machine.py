@@ -50,9 +50,10 @@ def test_the_planner_reads_its_profile_from_the_l3():
         # a small L3 keeps copies in cache up to larger sizes, takes tall
         # block tiles for more widths, keeps one line of k a chunk where a
         # large one takes two (rows a multiple of 128 bytes apart), asks
-        # for pixel bands into L1 where a large one asks into L2, and keeps
-        # broadcast rows of up to 4 KiB from streaming
-        ascending = ("BLOCK_TALL_TILE_MIN_WIDTH", "L2_PHASE_LINES", "BAND_ASKS_L2")
+        # for pixel bands into L1 where a large one asks into L2, keeps
+        # broadcast rows of up to 4 KiB from streaming, and never streams
+        # fills, which a large one streams
+        ascending = ("BLOCK_TALL_TILE_MIN_WIDTH", "L2_PHASE_LINES", "BAND_ASKS_L2", "FILL_STREAMS")
         assert (small <= large) if name in ascending else (small >= large), name
     assert _planner.l3_bound("L2_PHASE_LINES", small_l3=True) == 1
 
