@@ -33,7 +33,8 @@ static inline int few_channels(const dmls_plan *p) {
 #define DMLS_INTERLEAVE_CHUNK 4096
 typedef char dmls_interleave_chunk_fits[DMLS_INTERLEAVE_CHUNK + 64 <= DMLS_SCRATCH_REGION ? 1 : -1];
 
-#ifdef DMLS_HAVE_FILL_SPLAT
+#if defined(DMLS_HAVE_FILL_SPLAT) && DMLSTRIDE_HAVE_SIMD
+#define DMLS_HAVE_FILL_STREAM 1
 /* n bytes (n >= 16, a multiple of the value's width) of the pattern v from
    d, in a fill that streams (the planner's fill_streams: contiguous rows of
    128 bytes or more, with a large L3), as dmls_lines_out writes a run: its
@@ -151,7 +152,7 @@ static void row(const dmls_plan *p, const char *s, char *d, int64_t so, int64_t 
     } else if (p->mode == DMLS_MODE_FILL) {
         /* ordinary stores, save for whole lines of fills that stream (the
            planner's fill_streams, a large L3's) */
-#ifdef DMLS_HAVE_FILL_SPLAT
+#ifdef DMLS_HAVE_FILL_STREAM
         if (p->stream && ids == w && n * w >= 16) {
             dmls_held_line none = {NULL, NULL, 0};
             fill_lines_out(&none, d, dmls_splat(s, w), n * w, 0);
@@ -1195,6 +1196,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
         const int last = p->outer_ndim - 1;
         int64_t dofs[8], q, m;
         __m128i v[8];
+#ifdef DMLS_HAVE_FILL_STREAM
         if (p->stream) {
             /* rows back to back (the innermost outer dimension's): the line
                one row ends in held for the next */
@@ -1208,6 +1210,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             dmls_isa.store_fence();
             return;
         }
+#endif
         if (last >= 0) {
             /* Runs of rows along the innermost outer dimension through the
                instruction set's variant where it has one (AVX2: 32-byte
