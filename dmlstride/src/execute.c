@@ -53,20 +53,10 @@ typedef char dmls_interleave_chunk_fits[DMLS_INTERLEAVE_CHUNK + 64 <= DMLS_SCRAT
    instead of held, a row of 600 bytes after another ran at half that. */
 static void fill_lines_out(dmls_held_line *h, char *d, __m128i v, int64_t n, int hold) {
     char pat[96];
-    int64_t x = 0, head, end, i;
+    int64_t x, head, end, i;
     __m128i a;
     for (i = 0; i < 96; i += 16) _mm_storeu_si128((__m128i *)(void *)(pat + i), v);
-    if (h->gap > 0) {
-        const int64_t need = 64 - h->gap;
-        if (d == h->at + h->gap && n >= need) {
-            memcpy(h->line + h->gap, pat, (size_t)need);
-            dmls_copy_body(h->at, h->line, 64, 1);
-            x = need;
-        } else {
-            memcpy(h->at, h->line, (size_t)h->gap);
-        }
-        h->gap = 0;
-    }
+    x = dmls_held_take(h, d, pat, n);   /* (under 64 bytes of pat) */
     head = dmls_line_gap(d + x);
     if (head > n - x) head = n - x;
     memcpy(d + x, pat + x % 16, (size_t)head);
@@ -79,13 +69,7 @@ static void fill_lines_out(dmls_held_line *h, char *d, __m128i v, int64_t n, int
         _mm_stream_si128((__m128i *)(void *)(d + i + 32), a);
         _mm_stream_si128((__m128i *)(void *)(d + i + 48), a);
     }
-    if (n > end && hold) {
-        memcpy(h->line, pat + end % 16, (size_t)(n - end));
-        h->at = d + end;
-        h->gap = n - end;
-    } else {
-        memcpy(d + end, pat + end % 16, (size_t)(n - end));
-    }
+    dmls_held_put(h, d + end, pat + end % 16, n - end, hold);
 }
 #endif
 

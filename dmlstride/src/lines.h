@@ -85,21 +85,43 @@ typedef struct {
    ordinary stores, except that the last ones are held instead when hold is
    set (the next run is expected to continue them; the caller writes the
    last run with hold clear, or its held bytes stay unwritten). */
-static inline void dmls_lines_out(dmls_held_line *h, char *d, const char *s, int64_t n, int hold) {
-    int64_t head, body;
+/* The held line before a run of n bytes from s to d: filled from s and
+   streamed whole if d continues it and n bytes fill it (returns the bytes
+   of s it took), else written as it is with ordinary stores (returns 0). */
+static inline int64_t dmls_held_take(dmls_held_line *h, char *d, const char *s, int64_t n) {
+    int64_t need = 0;
     if (h->gap > 0) {
-        const int64_t need = 64 - h->gap;
+        need = 64 - h->gap;
         if (d == h->at + h->gap && n >= need) {
             memcpy(h->line + h->gap, s, (size_t)need);
             dmls_copy_body(h->at, h->line, 64, 1);
-            d += need;
-            s += need;
-            n -= need;
         } else {
             memcpy(h->at, h->line, (size_t)h->gap);
+            need = 0;
         }
         h->gap = 0;
     }
+    return need;
+}
+
+/* A run's last n bytes (under a line) from s to d: held where hold is set,
+   else written with ordinary stores. */
+static inline void dmls_held_put(dmls_held_line *h, char *d, const char *s, int64_t n, int hold) {
+    if (n > 0 && hold) {
+        memcpy(h->line, s, (size_t)n);
+        h->at = d;
+        h->gap = n;
+    } else {
+        memcpy(d, s, (size_t)n);
+    }
+}
+
+static inline void dmls_lines_out(dmls_held_line *h, char *d, const char *s, int64_t n, int hold) {
+    const int64_t took = dmls_held_take(h, d, s, n);
+    int64_t head, body;
+    d += took;
+    s += took;
+    n -= took;
     head = dmls_line_gap(d);
     if (head > n) head = n;
     memcpy(d, s, (size_t)head);
@@ -108,13 +130,7 @@ static inline void dmls_lines_out(dmls_held_line *h, char *d, const char *s, int
     n -= head;
     body = n & ~(int64_t)63;
     dmls_copy_body(d, s, body, 1);
-    if (n > body && hold) {
-        memcpy(h->line, s + body, (size_t)(n - body));
-        h->at = d + body;
-        h->gap = n - body;
-    } else {
-        memcpy(d + body, s + body, (size_t)(n - body));
-    }
+    dmls_held_put(h, d + body, s + body, n - body, hold);
 }
 #endif
 
