@@ -221,6 +221,10 @@ def summary(results: list[R.Result], peers: list[C.Peer], judged: bool = True) -
     lines = [f"{len(timed)} cases: geometric mean {C.geometric_mean([r.of_limit for r in timed]):.2f} of the "
              f"limit, lowest {low.of_limit:.2f} ({low.row.name})"]
     lines.append(size_bands(timed))
+    contiguous = [r for r in timed if r.row.group in ("inner", "broadcast")]
+    if contiguous:
+        lines.append(_band("padded, sliced, packed and broadcast copies", contiguous)
+                     + f" ({min(contiguous, key=lambda r: r.of_limit).row.name})")
     for peer in peers:
         ratios = [(r.vs(peer.key), r) for r in timed if r.vs(peer.key) is not None]
         if ratios:

@@ -268,6 +268,9 @@ def test_unnamed_inner_family_small_run_states_its_rules() -> None:
     proc = _unnamed("--family", "inner", "--count", "6", "--mb", "0.2,0.4", "--repeats", "2", "--seed", "4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^6 cases: geometric mean [0-9.]+ of the limit", proc.stdout, re.M), proc.stdout
+    # the four kinds the contiguous target judges, apart (pitched, slice, packed, broadcast)
+    assert re.search(r"^4 padded, sliced, packed and broadcast copies: geometric mean [0-9.]+, lowest [0-9.]+ "
+                     r"\((gather|scatter|copy)/(pitched|slice|packed|broadcast)", proc.stdout, re.M), proc.stdout
     assert re.search(r"^at other offsets: geometric mean [0-9.]+x the page-aligned time, highest [0-9.]+x "
                      r"\((gather|scatter|copy)/offset", proc.stdout, re.M), proc.stdout
     assert "padded, sliced, packed and broadcast copies each >= 0.95 of it" in proc.stdout
