@@ -636,7 +636,7 @@ def wide_tile_stream_min(row_stride: int = 0) -> int:
 
 
 #: Fills (one value repeated along each row: a broadcast along W) stream
-#: their rows' whole lines with a large L3 (the engine's fill_stream), from
+#: their rows' whole lines with a large L3 (the engine's fill_lines_out), from
 #: stream_min_total bytes written, where each row is contiguous and at least
 #: FILL_STREAM_MIN_ROW bytes long; with a small L3 they never stream (see
 #: copy_streams).  On this Intel Xeon (480 MiB L3), ordinary stores filled
