@@ -36,8 +36,9 @@ from . import _planner
 
 cnp.import_array()
 dmls_isa_select(DMLS_ISA_AVX2)
-# (the machine's bound, not the tests' monkeypatched copies of the planner's)
-dmls_band_asks_l2 = _planner.l3_bound("BAND_ASKS_L2", _planner.SMALL_L3)
+# The machine's bound, read once here (before any test patches the planner's
+# copy; _set_band_asks_l2 switches it for the tests).
+dmls_band_asks_l2 = _planner.BAND_ASKS_L2
 
 # The C side's limits (src/limits.h); a test checks they agree with Python's.
 ALIGNMENT = DMLS_ALIGNMENT
