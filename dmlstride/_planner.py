@@ -69,6 +69,7 @@ L3_BOUNDS = {
     "BAND_ASKS_L2": (0, 1),
     "BROADCAST_PLAIN_ROW_BYTES": (4096, 0),
     "FILL_STREAMS": (0, 1),
+    "TILE_STREAM_EIGHTHS_SHORT_ROWS": (3, 2),
 }
 
 
@@ -393,6 +394,24 @@ TRANSPOSE_STREAM_EIGHTHS = 3
 #: 0.54-1.64x, 1.08x: those keep the 12 MiB bound.
 TRANSPOSE_STREAM_EIGHTHS_NARROW = 2
 TILE_STREAM_NARROW_MIN_ROW = 40
+#: So do one- and two-byte values whose source rows lie SHORT_ROWS bytes
+#: apart (NHWC to NCHW gathers of 9-15 one-byte or 9-19 two-byte channels),
+#: with a large L3 (TILE_STREAM_EIGHTHS_SHORT_ROWS; with a small one, the 12
+#: MiB bound): the cached tile copied each plane's piece out of its buffer
+#: with ordinary stores.  On the Intel Xeon with a 480 MiB L3, in one process
+#: on the same buffers, the two plans alternating (2 threads, 5-7 rounds):
+#: 34 unnamed one-byte copies so planned (NHWC to NCHW gathers, 2-D
+#: transposes of 9-15 columns, 5-D permutations) of 8.4-11.6 MB ran 1.09x
+#: faster by geometric mean timed back to back, as the harness's samples
+#: mostly are (0.89-1.35x), and 1.16-1.50x with each call timed after a
+#: memcpy of other buffers (out of cache: 0.38-1.23 -> 0.48-1.42 of the
+#: memcpy limit); 40 two-byte ones of 8.5-12.1 MB 1.06x back to back
+#: (0.81-1.27x) and 1.08-1.56x out of cache.  One-byte copies of 1-3 MB ran
+#: 0.64x and 0.81x back to back, hence 8 MiB.  Pixels of 5-8 or 16-37
+#: one-byte channels and of 5-8 two-byte ones measured 0.65-1.16x out of
+#: cache and keep their bounds.
+SHORT_ROWS = {1: (9, 15), 2: (18, 38)}
+TILE_STREAM_EIGHTHS_SHORT_ROWS = l3_bound("TILE_STREAM_EIGHTHS_SHORT_ROWS")
 #: Those figures are from an Intel Xeon with a large L3 (see SMALL_L3).  On a
 #: machine with a small one, tile plans of two-byte values whose source rows
 #: lie more than CLOSE_ROW_BYTES apart (2-D transposes, NCHW to NHWC
@@ -624,6 +643,9 @@ def tile_stream_min(width: int, row_stride: int) -> int:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:
         return wide_tile_stream_min(row_stride)
+    lo, hi = SHORT_ROWS.get(width, (1, 0))
+    if lo <= row_stride <= hi:
+        return stream_min_total * TILE_STREAM_EIGHTHS_SHORT_ROWS // 8
     return transpose_stream_min()
 
 
@@ -3208,6 +3230,9 @@ SLAB_MAX_CHANNELS = 16
 #: 21 1.05x (0.94-1.68x), 9 of 0.05-6 MB 1.10x; 64 KiB measured 0.96x.
 SLAB_BYTES = 1 << 18
 SLAB_MIN_BYTES = 1 << 12
+#: ... and whose steps move at least SLAB_TASK_GAIN times the bytes a task
+#: of the kernel plan moved.
+SLAB_TASK_GAIN = 2
 
 
 def takes_slabs(main: KernelPlan) -> bool:
@@ -3319,7 +3344,7 @@ def plan_slabs(dims: list[Dim], width: int, main: KernelPlan, extent: tuple[int,
                                         [b // width for _, _, b in ds_], 8 * width, False, False)
             best = (task, CopyPlan(kind="slabs", main=head, src_extent=extent[0], dst_extent=extent[1],
                                    sub=sub, sub2=sub2, sub_extent=reach(first), sub2_extent=reach(second)))
-    if best is None or best[0] < 2 * main.dst_bytes // main.tasks:
+    if best is None or best[0] < SLAB_TASK_GAIN * main.dst_bytes // main.tasks:
         return None
     return best[1]
 

@@ -82,7 +82,9 @@ def _stream_threshold(nbytes):
 def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
-    # from 4 MiB), of four- and eight-byte values from 2 MiB; the tests of
+    # from 4 MiB; one-byte ones 9-15 bytes apart and two-byte ones 18-38 from
+    # 8 MiB too), of four- and eight-byte
+    # values from 2 MiB; the tests of
     # such copies under 12 MiB that do not stream (the paths that copies of
     # closer rows, and ones under a raised threshold, still take) pin them
     # with the 12 MiB bound (and the L2 buffers of transposes with source
@@ -90,9 +92,10 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # in and out.
     p = _planner
     names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
-             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_WIDE_SIXTEENTHS", "TILE_STREAM_WIDE_FAR_SIXTEENTHS")
+             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_EIGHTHS_SHORT_ROWS", "TILE_STREAM_WIDE_SIXTEENTHS",
+             "TILE_STREAM_WIDE_FAR_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 4 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 2
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 2
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:

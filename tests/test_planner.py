@@ -1175,6 +1175,38 @@ def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
         4 << 20 if bits == 8 else 8 << 20 if bits == 16 else _planner.wide_tile_stream_min(abs(plan.inner[1])))
 
 
+@pytest.mark.parametrize("dtype,sizes,streams", [
+    ("uint8", (2, 9, 701, 701), True),     # 8.8 MB: pixels of 9 bytes, past 8 MiB
+    ("uint8", (2, 12, 601, 601), True),    # 8.7 MB
+    ("uint8", (3, 15, 433, 433), True),    # 8.4 MB
+    ("uint8", (2, 15, 501, 541), False),   # 8.1 MB, but 7.8 MiB
+    ("uint8", (2, 8, 701, 801), False),    # 9.0 MB of 8-byte pixels (the word transposes): from 12 MiB
+    ("uint8", (2, 16, 501, 601), False),   # 9.6 MB of 16-byte pixels: from 12 MiB
+    ("uint8", (2, 16, 641, 641), True),    # 13.1 MB: past 12 MiB
+    ("int16", (2, 9, 501, 501), True),     # 9.0 MB: pixels of 18 bytes
+    ("int16", (2, 19, 331, 351), True),    # 8.8 MB: of 38 bytes
+    ("int16", (2, 13, 401, 401), False),   # 8.4 MB, but 7.97 MiB
+    ("int16", (2, 8, 601, 501), False),    # 9.6 MB of 16-byte pixels: from 12 MiB
+], ids=str)
+@pytest.mark.parametrize("small_l3", [False, True], ids=["large_l3", "small_l3"])
+def test_short_pixels_to_planes_stream_from_8_mib(dtype, sizes, streams, small_l3, monkeypatch):
+    # NHWC to NCHW gathers of 9-15 one-byte or 9-19 two-byte channels
+    # (source rows SHORT_ROWS bytes apart) stream from 8 MiB with a large L3,
+    # like rows 40 bytes or more apart; with a small L3 from 12 MiB, as other
+    # close rows do.
+    if small_l3:
+        for name in _planner.L3_BOUNDS:
+            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
+    width = np.dtype(dtype).itemsize
+    plan = _permuted_plan("gather", dtype, sizes, (0, 2, 3, 1))
+    nbytes = math.prod(sizes) * width
+    row = sizes[1] * width
+    assert plan.mode == "tile" and plan.inner[1] == row and plan.tile[0] == sizes[1]
+    assert plan.stream == (streams if not small_l3 else nbytes >= 12 << 20)
+    lo, hi = _planner.SHORT_ROWS[width]
+    assert _planner.tile_stream_min(width, row) == (8 << 20 if lo <= row <= hi and not small_l3 else 12 << 20)
+
+
 @pytest.mark.parametrize("rows,cols,bits,streams", [
     (2001, 1503, 32, True),     # 12.0 MB of float32: under 12 MiB, but four-byte values
     (1001, 1503, 64, True),     # 12.0 MB of float64
@@ -1211,14 +1243,17 @@ def test_wide_pixels_stream_from_2_mib_without_l2(dtype, sizes, streams):
 
 @pytest.mark.parametrize("dtype,sizes,op,streams", [
     ("uint8", (3, 21, 403, 340), "gather", False),    # pixels of 21 bytes: rows 21 bytes apart
-    ("int16", (1, 18, 467, 555), "gather", False),    # pixels of 36 bytes
+    ("int16", (1, 8, 467, 1200), "gather", False),    # pixels of 16 bytes
+    ("int16", (1, 18, 467, 555), "gather", True),     # pixels of 36 bytes (SHORT_ROWS)
+    ("uint8", (3, 12, 403, 640), "gather", True),     # pixels of 12 bytes (SHORT_ROWS)
     ("uint8", (2, 40, 592, 257), "gather", True),     # pixels of 40 bytes
     ("float16", (3, 55, 72, 437), "scatter", True),   # planes into pixels: rows a plane apart
     ("float32", (3, 30, 217, 116), "gather", True),   # 9.1 MB of four-byte values: from 2 MiB
 ])
 def test_nhwc_conversions_of_8_to_12_mib_stream_by_row_distance(dtype, sizes, op, streams):
     # NHWC conversions of 8-12 MiB: one- and two-byte tile plans stream when
-    # their source rows lie at least TILE_STREAM_NARROW_MIN_ROW bytes apart,
+    # their source rows lie at least TILE_STREAM_NARROW_MIN_ROW bytes apart
+    # or SHORT_ROWS bytes apart (9-15 one-byte values, 9-19 two-byte ones),
     # four- and eight-byte ones whatever the distance.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, "NHWC")
     nbytes = desc.total_tensor_size_in_bytes
