@@ -643,8 +643,8 @@ def tile_stream_min(width: int, row_stride: int) -> int:
         return stream_min_total * TRANSPOSE_STREAM_EIGHTHS_NARROW // 8
     if width >= 4:
         return wide_tile_stream_min(row_stride)
-    lo, hi = SHORT_ROWS.get(width, (1, 0))
-    if lo <= row_stride <= hi:
+    short = SHORT_ROWS.get(width)
+    if short is not None and short[0] <= row_stride <= short[1]:
         return stream_min_total * TILE_STREAM_EIGHTHS_SHORT_ROWS // 8
     return transpose_stream_min()
 

@@ -83,8 +83,7 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
     # from 4 MiB; one-byte ones 9-15 bytes apart and two-byte ones 18-38 from
-    # 8 MiB too), of four- and eight-byte
-    # values from 2 MiB; the tests of
+    # 8 MiB too), of four- and eight-byte values from 2 MiB; the tests of
     # such copies under 12 MiB that do not stream (the paths that copies of
     # closer rows, and ones under a raised threshold, still take) pin them
     # with the 12 MiB bound (and the L2 buffers of transposes with source
