@@ -2686,6 +2686,59 @@ def test_whole_blocks_ask_for_the_next_block_within_the_size_bounds(monkeypatch,
         assert not _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.next
 
 
+# Blocks of values of up to four bytes under BLOCK_WHOLE_MIN_BLOCK_BYTES that
+# are one run of the destination, of rows of 1 KiB or more.
+ONE_RUN_BLOCKS = [
+    ("float32", (3, 4, 17, 3, 145), (0, 3, 1, 4, 2), "gather"),       # 17 rows of 1740 bytes
+    ("float32", (16, 2, 7, 10, 14, 2), (1, 4, 3, 0, 5, 2), "gather"),  # 7 rows of 1120
+    ("float16", (6, 26, 7, 95, 8), (1, 0, 4, 3, 2), "scatter"),        # 8 rows of 1330
+    ("int16", (5, 9, 14, 2, 70, 20), (0, 2, 3, 5, 4, 1), "scatter"),   # 20 rows of 1260
+    ("uint32", (4, 90, 21, 5, 7), (0, 2, 4, 1, 3), "scatter"),         # 7 rows of 1800
+    ("uint8", (20, 2, 23, 613, 2), (3, 1, 0, 4, 2), "gather"),         # 23 rows of 1226
+]
+
+
+@pytest.mark.parametrize("level", [0, 1, 3], ids=["generic", "sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op", ONE_RUN_BLOCKS, ids=str)
+def test_small_blocks_of_one_run_of_long_rows_stream_whole(dtype, sizes, order, op, level, threads):
+    # With a large L3, a block of 4 KiB to 32 KiB (BLOCK_WHOLE_ONE_RUN_MIN,
+    # BLOCK_WHOLE_MIN_BLOCK_BYTES) whose rows lie back to back as one run of
+    # the destination, each at least BLOCK_WHOLE_ONE_RUN_ROW bytes, streams
+    # whole (here from 0 bytes); gathers and scatters against numpy.
+    def check_plan(plan):
+        width = plan.width
+        row = plan.block.j_elems * width
+        assert plan.mode == "block" and plan.block.whole and not plan.stream and plan.l2 == 0
+        assert _planner.BLOCK_WHOLE_ONE_RUN_MIN <= _block_bytes(plan) < _planner.BLOCK_WHOLE_MIN_BLOCK_BYTES
+        assert row >= _planner.BLOCK_WHOLE_ONE_RUN_ROW and _row_runs(plan.block.k, row) == [_block_bytes(plan)]
+
+    assert _planner.BLOCK_WHOLE_ONE_RUN_MIN == 4096   # (conftest: a large L3's bounds)
+    with _stream_threshold(0), _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", ONE_RUN_BLOCKS[:3], ids=str)
+def test_small_blocks_of_one_run_stay_in_place_otherwise(dtype, sizes, order, op, monkeypatch):
+    # The same blocks stay in place with a small L3's bound (0: off), with
+    # rows shorter than BLOCK_WHOLE_ONE_RUN_ROW, or under
+    # BLOCK_WHOLE_ONE_RUN_MIN bytes; and so does a block of short rows (68
+    # bytes) that is not one run.
+    def whole():
+        return _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
+
+    with _stream_threshold(0):
+        assert whole()
+        row = _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.j_elems * np.dtype(dtype).itemsize
+        for name, value in (("BLOCK_WHOLE_ONE_RUN_MIN", _planner.l3_bound("BLOCK_WHOLE_ONE_RUN_MIN", small_l3=True)),
+                            ("BLOCK_WHOLE_ONE_RUN_ROW", row + 1), ("BLOCK_WHOLE_ONE_RUN_MIN", 32 << 10)):
+            with monkeypatch.context() as m:
+                m.setattr(_planner, name, value)
+                assert not whole(), name
+        plan = _permutation_plan_and_check("float32", (2, 5, 17, 3, 145), (0, 3, 1, 4, 2), (0, 3, 1, 4, 2),
+                                           "scatter")[0]
+        assert plan.mode == "block" and not plan.block.whole and _block_bytes(plan) < (32 << 10)
+
+
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
     dtype, sizes, order, op, _ = WHOLE_BLOCKS[4]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
