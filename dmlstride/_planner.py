@@ -1242,8 +1242,9 @@ BLOCK_WHOLE_SMALL_MAX_WIDTH = 4
 #: of 17 x 435 blocks (1740-byte rows) 1.41-1.72x faster (0.54-0.58 -> 0.76-
 #: 0.99 of the memcpy limit), and of 60 fresh unnamed 4-D to 6-D
 #: permutations of 13-66 MB whose plans this changes, 57 ran 1.11-2.58x
-#: faster (most had read 0.22-0.78 of the limit), three 0.70-0.90x.  With
-#: rows of 512-1023 bytes, 4 of 40 measured 0.83-1.18x, shorter ones
+#: faster (most had read 0.22-0.78 of the limit), three 0.70-0.90x.  Without
+#: the bound on the rows, of 40 whose plans that changed, the 4 with rows of
+#: 512-1023 bytes measured 0.83-1.18x and the 32 with shorter ones
 #: 0.52-1.29x (1.0x by geometric mean): those stay in place.  With a small
 #: L3, unmeasured, 0: off.
 BLOCK_WHOLE_ONE_RUN_MIN = l3_bound("BLOCK_WHOLE_ONE_RUN_MIN")
