@@ -78,13 +78,6 @@ typedef struct {
     int64_t gap;
 } dmls_held_line;
 
-/* n bytes from s to d with streaming stores for whole lines.  A held line
-   that d continues, with n bytes enough to fill it, is filled and streamed
-   whole; one that d does not continue is written as it is, with ordinary
-   stores.  The bytes before d's first line boundary and after its last take
-   ordinary stores, except that the last ones are held instead when hold is
-   set (the next run is expected to continue them; the caller writes the
-   last run with hold clear, or its held bytes stay unwritten). */
 /* The held line before a run of n bytes from s to d: filled from s and
    streamed whole if d continues it and n bytes fill it (returns the bytes
    of s it took), else written as it is with ordinary stores (returns 0). */
@@ -116,6 +109,13 @@ static inline void dmls_held_put(dmls_held_line *h, char *d, const char *s, int6
     }
 }
 
+/* n bytes from s to d with streaming stores for whole lines.  A held line
+   that d continues, with n bytes enough to fill it, is filled and streamed
+   whole; one that d does not continue is written as it is, with ordinary
+   stores.  The bytes before d's first line boundary and after its last take
+   ordinary stores, except that the last ones are held instead when hold is
+   set (the next run is expected to continue them; the caller writes the
+   last run with hold clear, or its held bytes stay unwritten). */
 static inline void dmls_lines_out(dmls_held_line *h, char *d, const char *s, int64_t n, int hold) {
     const int64_t took = dmls_held_take(h, d, s, n);
     int64_t head, body;
