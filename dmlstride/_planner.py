@@ -1415,9 +1415,9 @@ def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: 
     if not WHOLE_BLOCKS or dst_bytes < stream_min_total * BLOCK_WHOLE_EIGHTHS // 8 or block > BLOCK_L2_BYTES:
         return False
     run = whole_run_bytes(kgroup, jtot * width) * blocks
-    if (width <= BLOCK_WHOLE_SMALL_MAX_WIDTH and block < BLOCK_WHOLE_MIN_BLOCK_BYTES
-            and not (BLOCK_WHOLE_ONE_RUN_MIN and run >= block >= BLOCK_WHOLE_ONE_RUN_MIN
-                     and jtot * width >= BLOCK_WHOLE_ONE_RUN_ROW)):
+    one_run_of_long_rows = (BLOCK_WHOLE_ONE_RUN_MIN and run >= block >= BLOCK_WHOLE_ONE_RUN_MIN
+                            and jtot * width >= BLOCK_WHOLE_ONE_RUN_ROW)
+    if width <= BLOCK_WHOLE_SMALL_MAX_WIDTH and block < BLOCK_WHOLE_MIN_BLOCK_BYTES and not one_run_of_long_rows:
         return False
     return run >= BLOCK_WHOLE_MIN_BYTES or (
         width <= 2 and jtot * width >= BLOCK_WHOLE_ROW_BYTES and block // run >= BLOCK_WHOLE_MIN_RUNS)

@@ -2727,8 +2727,9 @@ def test_small_blocks_of_one_run_stay_in_place_otherwise(dtype, sizes, order, op
         return _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
 
     with _stream_threshold(0):
-        assert whole()
-        row = _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.j_elems * np.dtype(dtype).itemsize
+        plan = _permutation_plan_and_check(dtype, sizes, order, order, op)[0]
+        assert plan.block.whole
+        row = plan.block.j_elems * plan.width
         for name, value in (("BLOCK_WHOLE_ONE_RUN_MIN", _planner.l3_bound("BLOCK_WHOLE_ONE_RUN_MIN", small_l3=True)),
                             ("BLOCK_WHOLE_ONE_RUN_ROW", row + 1), ("BLOCK_WHOLE_ONE_RUN_MIN", 32 << 10)):
             with monkeypatch.context() as m:
