@@ -1760,6 +1760,25 @@ SPLIT_INNER_J = True
 #: above, it cut dimensions whose first part was no block, where those
 #: rules' cut gave one (0.07x and 0.31x).
 SPLIT_PIECES = True
+#: A block of fewer than SPLIT_TINY_BLOCK_BYTES (J x K values of a few
+#: hundred bytes: its J stopped at a prime, or at a dimension its K took,
+#: beside a short K) is cut, from SPLIT_TINY_MIN_BYTES, at a dimension that
+#: stops its own J or K group (tiny_block_stops), where the first part's
+#: block holds SPLIT_TINY_GROW times as many values or more with neither
+#: group shorter; of such cuts the one with the largest block.  Each task of
+#: such a block moved a few hundred bytes: a uint8 scatter of blocks of 12 x
+#: 19 values beside a prime 587 ran at 0.84 GB/s, 0.05 of the memcpy limit.
+#: In one process on the same buffers, alternating (2 threads, 5 rounds),
+#: 8 unnamed 4-D to 6-D permutations of 13-56 MB so cut, tuned on, ran
+#: 1.14-5.28x faster, a fresh 18 of 12-67 MB 1.93x by geometric mean
+#: (1.06-7.44x, all faster; five from 0.05-0.15 of the limit to
+#: 0.27-0.63), and 46 of 1-8 MB 1.50x (0.74x and 0.87x the two of under 2
+#: MB, the others 1.10-5.95x).  Blocks of 1-4 KiB so cut ran 1.00x (40,
+#: 0.85-1.18x) and are not.  About one unnamed draw of 8-70 MB in 3000 (of
+#: the issue-like and the perm families) is so cut.
+SPLIT_TINY_BLOCK_BYTES = 1024
+SPLIT_TINY_MIN_BYTES = 2 << 20
+SPLIT_TINY_GROW = 4
 
 
 def group_stops(merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
@@ -1812,6 +1831,57 @@ def group_stops(merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
             yield merged.index(whole), whole[0] - whole[0] % room
 
 
+def tiny_block_stops(main: KernelPlan, merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
+    """Cuts (index in ``merged``, first part's length) for a block plan
+    ``main`` of ``merged``: at each whole dimension the plan's J or K group
+    would take next but has no room for, and at the dimension of which the
+    group's last entry is a small divisor, the most whole multiples of the
+    room (see SPLIT_TINY_BLOCK_BYTES)."""
+    b = main.block
+    assert b is not None
+    j_limit = min(BLOCK_GROUP_FIRST, block_elems(width) // b.k_elems)
+    # (J's entries carry their source strides, K's their destination ones)
+    for side, other, tot, limit, group in ((2, 1, b.j_elems, j_limit, b.j), (1, 2, b.k_elems, BLOCK_GROUP_FIRST, b.k)):
+        room = limit // tot
+        for i, t in enumerate(merged):
+            if t[side] == width * tot and t[0] > room >= SPLIT_MIN_ROOM and t[0] % room:
+                yield i, t[0] - t[0] % room
+        c, stride = group[-1]
+        piece_room = limit // (tot // c)
+        for i, t in enumerate(merged):
+            if (t[0] > c and t[0] % c == 0 and t[other] == stride and piece_room >= SPLIT_MIN_ROOM
+                    and 2 * c <= piece_room and t[0] % piece_room):
+                yield i, t[0] - t[0] % piece_room
+
+
+def tiny_block(main: KernelPlan, width: int) -> bool:
+    """Whether ``main`` is a block plan that split_tiny_block may cut."""
+    b = main.block
+    return (main.mode == "block" and b is not None and main.width == width
+            and main.dst_bytes >= SPLIT_TINY_MIN_BYTES
+            and b.j_elems * b.k_elems * width < SPLIT_TINY_BLOCK_BYTES)
+
+
+def split_tiny_block(main: KernelPlan, merged: list[Dim],
+                     width: int) -> tuple[KernelPlan, KernelPlan, int, int, list[Dim]] | None:
+    """split_for_block's cut of a tiny block (SPLIT_TINY_BLOCK_BYTES), or None."""
+    b = main.block
+    assert b is not None
+    best = None
+    for i, head in tiny_block_stops(main, merged, width):
+        n, a, c = merged[i]
+        first = merged[:i] + [(head, a, c)] + merged[i + 1:]
+        plan = plan_dims(first, width)
+        q = plan.block
+        if (q is None or q.k_elems < b.k_elems or q.j_elems < b.j_elems
+                or q.j_elems * q.k_elems < SPLIT_TINY_GROW * b.j_elems * b.k_elems):
+            continue
+        if best is None or q.j_elems * q.k_elems > best[0]:
+            rest = merged[:i] + [(n - head, a, c)] + merged[i + 1:]
+            best = (q.j_elems * q.k_elems, (plan, plan_dims(rest, width), head * a, head * c, rest))
+    return None if best is None else best[1]
+
+
 def split_for_block(main: KernelPlan, dims: list[Dim],
                     width: int) -> tuple[KernelPlan, KernelPlan, int, int, list[Dim]] | None:
     """A copy of ``dims`` (size, source and destination strides in bytes)
@@ -1825,10 +1895,11 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
                    and (main.block.k_elems * width < SPLIT_SHORT_BLOCK_BYTES
                         or (main.block.j_elems * width < SPLIT_SHORT_J_BYTES
                             and main.block.k_elems * width < SPLIT_SHORT_JK_BYTES)))
+    tiny = tiny_block(main, width)
     if main.mode != "strided" and not short_block and (
             main.mode != "tile" or main.tile is None or main.dst_bytes < SPLIT_MIN_BYTES
             or min(main.inner[0], main.tile[0]) * width >= SPLIT_TILE_SIDE_BYTES):
-        return None
+        return split_tiny_block(main, merge_dims(list(dims)), width) if tiny else None
     merged = merge_dims(list(dims))
     for tried, (i, head) in enumerate(group_stops(merged, width)):
         if tried > 0 and (main.mode != "strided" or not SPLIT_OTHER_STOPS):
@@ -1840,9 +1911,9 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
         if plan.mode != "block":
             continue
         if short_block and (plan.block.k_elems <= main.block.k_elems or plan.block.j_elems < main.block.j_elems):
-            return None
+            break
         return plan, plan_dims(rest, width), head * a, head * b, rest
-    return None
+    return split_tiny_block(main, merged, width) if tiny else None
 
 
 #: Contiguous rows of at most this many bytes (the engine's inline short-row

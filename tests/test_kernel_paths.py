@@ -6168,6 +6168,41 @@ def test_blocks_of_short_runs_on_both_sides_cut_in_two(dtype, sizes, order, op, 
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
 
 
+@pytest.fixture
+def cut_small_tiny_blocks(monkeypatch):
+    # Tiny blocks cut at any size (split_tiny_block), plans made by
+    # descriptor dropped on the way in and out.
+    yield from _planner_setting(monkeypatch, "SPLIT_TINY_MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (2, 107, 5, 8, 9), (4, 1, 0, 3, 2), "scatter"),          # J of 80 stopped at 107: 960
+    ("int16", (5, 5, 538, 3, 2), (2, 4, 3, 1, 0), "gather"),           # J took 2 of 538: 1020
+    ("float16", (53, 4, 2, 3, 12, 12), (1, 2, 5, 0, 4, 3), "gather"),  # K of 36 stopped at 53: 1008
+    ("uint8", (2, 2, 109, 21, 10), (4, 2, 1, 0, 3), "gather"),         # K of 84 stopped at 109: 1008
+    ("int16", (15, 326, 11), (2, 1, 0), "scatter"),
+    ("float32", (10, 1149, 6), (2, 1, 0), "scatter"),
+    ("uint32", (10, 254, 11), (2, 1, 0), "scatter"),
+    ("float64", (5, 4, 2, 113, 11), (1, 4, 3, 0, 2), "scatter"),
+    ("int16", (4, 4, 2217, 2, 2), (3, 4, 2, 0, 1), "gather"),
+], ids=str)
+def test_tiny_blocks_cut_in_two(dtype, sizes, order, op, threads, cut_small_tiny_blocks, no_slabs):
+    # Blocks of under SPLIT_TINY_BLOCK_BYTES are cut where their block then
+    # holds SPLIT_TINY_GROW times as many values or more: both parts gathered
+    # (into a fresh array and into out=) and scattered (guard bytes after)
+    # against numpy, the other way too.
+    plan, desc = _copy_plan(dtype, sizes, order, op)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_TINY_BLOCK_BYTES", 0)
+        whole, _ = _copy_plan(dtype, sizes, order, op)
+    assert whole.rest is None and whole.main.mode == "block"
+    b, q = whole.main.block, plan.main.block
+    assert b.j_elems * b.k_elems * whole.main.width < _planner.SPLIT_TINY_BLOCK_BYTES
+    assert q.j_elems * q.k_elems >= _planner.SPLIT_TINY_GROW * b.j_elems * b.k_elems
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+    _check_gather_and_scatter(desc, np.random.default_rng(sum(sizes) + 1))
+
+
 @pytest.mark.parametrize("dtype,sizes,order,op", [
     ("uint32", (8, 2089, 2), (2, 1, 0), "gather"),
     ("float32", (8, 1327, 7), (2, 1, 0), "gather"),

@@ -1366,6 +1366,58 @@ def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, si
         assert plan.main.block.j_elems == 75 and plan.main.block.k_elems * plan.main.width >= 1000
 
 
+#: Tiny blocks (under SPLIT_TINY_BLOCK_BYTES) of 14-52 MB and the blocks
+#: their cut's first part holds: J x K values before, J x K after.
+TINY_BLOCKS = [
+    ("uint8", (587, 301, 4, 3, 19), (4, 1, 0, 3, 2), "scatter", (12, 19), (1020, 19)),
+    ("float32", (14, 212, 1198, 4), (2, 1, 3, 0), "gather", (8, 14), (1024, 14)),     # 1198 = 2 x 599
+    ("int16", (2, 12, 63, 1923, 2, 3), (3, 2, 0, 4, 5, 1), "gather", (18, 12), (1020, 12)),  # J took 3 of 1923
+    ("float64", (758, 32, 2, 5, 2, 8), (5, 3, 1, 0, 2, 4), "scatter", (8, 8), (1024, 8)),
+    ("float16", (29, 12, 16, 79, 5, 7), (3, 2, 5, 0, 4, 1), "gather", (35, 12), (1015, 12)),  # 79 prime
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,before,after", TINY_BLOCKS, ids=str)
+def test_tiny_blocks_cut_where_their_block_grows(dtype, sizes, order, op, before, after, monkeypatch):
+    # A block of under SPLIT_TINY_BLOCK_BYTES is cut at a dimension that
+    # stops its own J or K group: the first part's block at least
+    # SPLIT_TINY_GROW times as many values, neither group shorter; the
+    # rest copied after it.
+    plan, _, _ = _permutation_plan(dtype, sizes, order, op)
+    monkeypatch.setattr(_planner, "SPLIT_TINY_BLOCK_BYTES", 0)
+    whole, _, _ = _permutation_plan(dtype, sizes, order, op)
+    assert whole.rest is None and whole.main.mode == "block"
+    w = whole.main.width
+    b = whole.main.block
+    assert (b.j_elems, b.k_elems) == before and b.j_elems * b.k_elems * w < 1024
+    q = plan.main.block
+    assert plan.rest is not None and plan.main.mode == "block" and (q.j_elems, q.k_elems) == after
+    assert q.j_elems >= b.j_elems and q.k_elems >= b.k_elems
+    assert q.j_elems * q.k_elems >= _planner.SPLIT_TINY_GROW * b.j_elems * b.k_elems
+
+
+def test_tiny_block_bounds(monkeypatch):
+    # The cut at its bounds: blocks of SPLIT_TINY_BLOCK_BYTES or more, copies
+    # under SPLIT_TINY_MIN_BYTES and first parts that grow less than
+    # SPLIT_TINY_GROW times are left whole.
+    dtype, sizes, order, op, before, after = TINY_BLOCKS[0]
+    block_bytes = before[0] * before[1]
+    total = math.prod(sizes)
+    grow = after[0] * after[1] / block_bytes
+
+    def cut(**settings):
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in settings.items():
+                mp.setattr(_planner, name, value)
+            return _permutation_plan(dtype, sizes, order, op)[0].rest is not None
+
+    assert cut() and cut(SPLIT_TINY_BLOCK_BYTES=block_bytes + 1)
+    assert not cut(SPLIT_TINY_BLOCK_BYTES=block_bytes)
+    assert cut(SPLIT_TINY_MIN_BYTES=total) and not cut(SPLIT_TINY_MIN_BYTES=total + 1)
+    assert cut(SPLIT_TINY_GROW=int(grow)) and not cut(SPLIT_TINY_GROW=int(grow) + 1)
+    assert _planner.SPLIT_TINY_MIN_BYTES < _planner.SPLIT_MIN_BYTES and _planner.SPLIT_TINY_BLOCK_BYTES == 1024
+
+
 def test_a_copy_cut_along_the_destinations_fastest_dimension(monkeypatch):
     # A float64 reversal of (24441, 22, 4): K is the source's 88 values,
     # and J's first dimension, 24441 = 3 x 8147, has no divisor within J's
