@@ -1862,11 +1862,13 @@ def tiny_block(main: KernelPlan, width: int) -> bool:
             and b.j_elems * b.k_elems * width < SPLIT_TINY_BLOCK_BYTES)
 
 
-def split_tiny_block(main: KernelPlan, merged: list[Dim],
+def split_tiny_block(main: KernelPlan, dims: list[Dim],
                      width: int) -> tuple[KernelPlan, KernelPlan, int, int, list[Dim]] | None:
-    """split_for_block's cut of a tiny block (SPLIT_TINY_BLOCK_BYTES), or None."""
+    """split_for_block's cut of a tiny block (SPLIT_TINY_BLOCK_BYTES) of
+    ``dims``, or None."""
     b = main.block
     assert b is not None
+    merged = merge_dims(list(dims))
     best = None
     for i, head in tiny_block_stops(main, merged, width):
         n, a, c = merged[i]
@@ -1899,7 +1901,7 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
     if main.mode != "strided" and not short_block and (
             main.mode != "tile" or main.tile is None or main.dst_bytes < SPLIT_MIN_BYTES
             or min(main.inner[0], main.tile[0]) * width >= SPLIT_TILE_SIDE_BYTES):
-        return split_tiny_block(main, merge_dims(list(dims)), width) if tiny else None
+        return split_tiny_block(main, dims, width) if tiny else None
     merged = merge_dims(list(dims))
     for tried, (i, head) in enumerate(group_stops(merged, width)):
         if tried > 0 and (main.mode != "strided" or not SPLIT_OTHER_STOPS):
@@ -1913,7 +1915,7 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
         if short_block and (plan.block.k_elems <= main.block.k_elems or plan.block.j_elems < main.block.j_elems):
             break
         return plan, plan_dims(rest, width), head * a, head * b, rest
-    return split_tiny_block(main, merged, width) if tiny else None
+    return split_tiny_block(main, dims, width) if tiny else None
 
 
 #: Contiguous rows of at most this many bytes (the engine's inline short-row

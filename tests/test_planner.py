@@ -1366,7 +1366,7 @@ def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, si
         assert plan.main.block.j_elems == 75 and plan.main.block.k_elems * plan.main.width >= 1000
 
 
-#: Tiny blocks (under SPLIT_TINY_BLOCK_BYTES) of 14-52 MB and the blocks
+#: Tiny blocks (under SPLIT_TINY_BLOCK_BYTES) of 31-57 MB and the blocks
 #: their cut's first part holds: J x K values before, J x K after.
 TINY_BLOCKS = [
     ("uint8", (587, 301, 4, 3, 19), (4, 1, 0, 3, 2), "scatter", (12, 19), (1020, 19)),
@@ -1415,7 +1415,8 @@ def test_tiny_block_bounds(monkeypatch):
     assert not cut(SPLIT_TINY_BLOCK_BYTES=block_bytes)
     assert cut(SPLIT_TINY_MIN_BYTES=total) and not cut(SPLIT_TINY_MIN_BYTES=total + 1)
     assert cut(SPLIT_TINY_GROW=int(grow)) and not cut(SPLIT_TINY_GROW=int(grow) + 1)
-    assert _planner.SPLIT_TINY_MIN_BYTES < _planner.SPLIT_MIN_BYTES and _planner.SPLIT_TINY_BLOCK_BYTES == 1024
+    # (the bounds the README states: blocks of under 1 KiB, copies from 2 MiB)
+    assert (_planner.SPLIT_TINY_BLOCK_BYTES, _planner.SPLIT_TINY_MIN_BYTES) == (1024, 2 << 20)
 
 
 def test_a_copy_cut_along_the_destinations_fastest_dimension(monkeypatch):
