@@ -2539,6 +2539,82 @@ def test_copies_under_8_mb_keep_destination_order(subline_bound):
     check()
 
 
+# Block plans in place of 8 MiB or more whose source rows (K's run and the J
+# dimensions that carry it on) are at most 1 KiB, where an outer dimension
+# carries those rows on in the source: that one runs innermost, so each block
+# reads on from where the last one stopped.  (dtype, sizes, layout order, op,
+# source row bytes, outer dimensions in destination order)
+RUN_ON_CASES = [
+    ("int16", (139, 90, 342), (2, 1, 0), "scatter", 342, [(2, 342, 4278420), (15, 4104, 1668)]),
+    ("uint8", (9, 1045, 1040), (2, 1, 0), "gather", 855, [(11, 855, 98800), (2, 4890600, 520)]),
+]
+
+
+def _source_row(plan):
+    return _planner.block_source_run([(n, a, 0) for n, a in plan.block.j], plan.block.k_elems, plan.width)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,row,dst_order", RUN_ON_CASES,
+                         ids=[f"{c[0]}-{c[3]}" for c in RUN_ON_CASES])
+def test_the_dimension_that_carries_short_source_rows_on_runs_innermost(dtype, sizes, order, op, row, dst_order,
+                                                                        threads):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and not plan.l2 and not plan.block.whole
+    assert plan.dst_bytes >= 8 << 20 and _source_row(plan) == row <= 1024
+    assert plan.outer == [dst_order[1], dst_order[0]] and plan.outer[-1][1] == row
+    check()
+
+
+@pytest.fixture
+def no_run_on(monkeypatch):
+    yield from _planner_setting(monkeypatch, "BLOCK_RUN_ON", False)
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,row,dst_order", RUN_ON_CASES,
+                         ids=[f"{c[0]}-{c[3]}" for c in RUN_ON_CASES])
+def test_without_the_run_on_rule_blocks_keep_destination_order(dtype, sizes, order, op, row, dst_order, no_run_on):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and plan.outer == dst_order
+    check()
+
+
+def test_source_rows_over_1_kib_keep_destination_order(monkeypatch):
+    # A 22 MB float32 gather whose blocks read rows of 1200 bytes (K's 48
+    # bytes carried on by J's first dimension), carried on by an outer
+    # dimension: over the bound, it stays where destination order puts it.
+    sizes, order = (2, 9, 12, 47, 22, 25), (0, 3, 4, 1, 5, 2)
+    plan, check = _permutation_plan_and_check("float32", sizes, order, order, "gather")
+    assert plan.mode == "block" and _source_row(plan) == 1200 and plan.dst_bytes >= 8 << 20
+    carrier = (9, 1200, 1240800)
+    assert carrier in plan.outer[:-1]
+    for _ in _planner_setting(monkeypatch, "BLOCK_RUN_ON_MAX_BYTES", 2048):
+        plan, check = _permutation_plan_and_check("float32", sizes, order, order, "gather")
+        assert plan.outer[-1] == carrier
+        check()
+
+
+@pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
+def run_on_bound(request, monkeypatch):
+    # BLOCK_RUN_ON_MIN_TOTAL as it is (None), or at the parameter.
+    if request.param is None:
+        yield None
+        return
+    for _ in _planner_setting(monkeypatch, "BLOCK_RUN_ON_MIN_TOTAL", request.param):
+        yield request.param
+
+
+def test_copies_under_8_mb_keep_the_order_of_their_blocks(run_on_bound):
+    # A 3.8 MB float16 scatter whose blocks read rows of 140 bytes, carried on
+    # by a dimension of 37: destination order below the bound, that
+    # dimension innermost without it.
+    plan, check = _permutation_plan_and_check("float16", (12, 113, 37, 7, 10), (3, 2, 1, 4, 0),
+                                              (3, 2, 1, 4, 0), "scatter")
+    assert plan.mode == "block" and plan.dst_bytes < 8 << 20 and _source_row(plan) == 140
+    carrier = (37, 140, 27120)
+    assert (plan.outer[-1] == carrier) == (run_on_bound == 0) and carrier in plan.outer
+    check()
+
+
 # Blocks whose rows lie back to back in the destination in runs of 1 KiB or
 # more (the whole block one run, or several), in copies that stream but
 # whose rows could not: each block is transposed into a buffer and streamed
