@@ -2518,15 +2518,20 @@ def test_without_the_rule_the_outer_dimensions_keep_destination_order(dtype, siz
     check()
 
 
-@pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
-def subline_bound(request, monkeypatch):
-    # SUBLINE_MIN_TOTAL as it is (None), or at the parameter (the plans held
-    # by descriptor dropped, so that the copy runs the plan checked).
+def _bound_as_is_or(request, monkeypatch, name):
+    # The planner's bound ``name`` as it is (request.param None), or at
+    # request.param (the plans held by descriptor dropped, so that the copy
+    # runs the plan checked); yields the parameter.
     if request.param is None:
         yield None
         return
-    for _ in _planner_setting(monkeypatch, "SUBLINE_MIN_TOTAL", request.param):
+    for _ in _planner_setting(monkeypatch, name, request.param):
         yield request.param
+
+
+@pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
+def subline_bound(request, monkeypatch):
+    yield from _bound_as_is_or(request, monkeypatch, "SUBLINE_MIN_TOTAL")
 
 
 def test_copies_under_8_mb_keep_destination_order(subline_bound):
@@ -2598,12 +2603,7 @@ def test_source_rows_over_1_kib_keep_destination_order(monkeypatch):
 
 @pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
 def run_on_bound(request, monkeypatch):
-    # BLOCK_RUN_ON_MIN_TOTAL as it is (None), or at the parameter.
-    if request.param is None:
-        yield None
-        return
-    for _ in _planner_setting(monkeypatch, "BLOCK_RUN_ON_MIN_TOTAL", request.param):
-        yield request.param
+    yield from _bound_as_is_or(request, monkeypatch, "BLOCK_RUN_ON_MIN_TOTAL")
 
 
 def test_copies_under_8_mb_keep_the_order_of_their_blocks(run_on_bound):
