@@ -6164,6 +6164,27 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
+
+@pytest.mark.parametrize("dtype,sizes,j", [
+    ("int16", (600, 163, 47), [(47, 195600), (21, 1200)]),   # room for 2 of 163 beside 47, 21 as a big block
+    ("uint8", (700, 211, 59), [(59, 147700), (17, 700)]),    # 4 of 211 beside 59, 17 as a big block
+])
+def test_tiles_whose_destination_group_stops_at_primes_are_cut_with_a_big_blocks_room(dtype, sizes, j, threads):
+    # Turned over and gathered (8.7-9.2 MB): J's first dimension (a prime)
+    # leaves too little room for the next (a prime too) at the block's usual
+    # bound for a cut, so the copy stays a tile; with J's room as a big block
+    # has it (SPLIT_TILE_BIG_J) that dimension is cut and the first part is a
+    # block.  Against numpy.
+    order = (2, 1, 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_TILE_BIG_J", False)
+        uncut, _ = _copy_plan(dtype, sizes, order, "gather")
+    assert uncut.rest is None and uncut.main.mode == "tile"
+    assert uncut.main.dst_bytes >= _planner.SPLIT_MIN_BYTES
+    plan, _ = _copy_plan(dtype, sizes, order, "gather")
+    assert plan.main.mode == "block" and plan.main.block.j == j
+    _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
+
 def test_reversals_cut_at_the_destination_groups_stop(threads, no_slabs):
     # uint8 5 x 443 x 13 x 89 turned over and scattered: the cut at K's stop
     # leaves no block, the one at J's does (SPLIT_OTHER_STOPS); element by
