@@ -2601,6 +2601,28 @@ def test_source_rows_over_1_kib_keep_destination_order(monkeypatch):
         check()
 
 
+
+@pytest.mark.parametrize("sizes,row,carrier", [
+    ((156, 5, 19, 612), 612, (19, 612, 477360)),
+    ((700, 5, 19, 130), 130, (19, 130, 455000)),
+])
+def test_tiles_run_the_dimension_that_carries_their_source_rows_on_innermost(sizes, row, carrier, threads):
+    # uint8 scatters of 8.6-9.1 MB planned as tiles of source rows of 130
+    # and 612 bytes (whole in each task), carried on by a dimension of 19:
+    # that one runs innermost (TILE_RUN_ON); destination order without the
+    # rule, or with the rows under its lower bound.  Against numpy each way.
+    order = (2, 1, 3, 0)
+    plan, check = _permutation_plan_and_check("uint8", sizes, order, order, "scatter")
+    assert plan.mode == "tile" and plan.tile_pieces == 1 and plan.tile[0] == row
+    assert plan.dst_bytes >= 8 << 20 and plan.outer[-1] == carrier
+    check()
+    for name, value in (("TILE_RUN_ON", False), ("TILE_RUN_ON_MIN_BYTES", row + 1)):
+        with pytest.MonkeyPatch.context() as mp:
+            for _ in _planner_setting(mp, name, value):
+                plan, check = _permutation_plan_and_check("uint8", sizes, order, order, "scatter")
+                assert plan.mode == "tile" and plan.outer[-1] != carrier and carrier in plan.outer
+                check()
+
 @pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
 def run_on_bound(request, monkeypatch):
     yield from _bound_as_is_or(request, monkeypatch, "BLOCK_RUN_ON_MIN_TOTAL")
