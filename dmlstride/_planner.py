@@ -1501,12 +1501,12 @@ def block_source_run(jgroup: list[Dim], ktot: int, width: int) -> int:
 
 
 def run_on_innermost(outer: list[Dim], run: int, total: int) -> list[Dim]:
-    """``outer`` (slowest first) of a block plan of ``total`` bytes whose
-    source rows are ``run`` bytes, with the dimension that carries those
-    rows on in the source (source_chain's first) innermost, where
-    BLOCK_RUN_ON, BLOCK_RUN_ON_MAX_BYTES and BLOCK_RUN_ON_MIN_TOTAL take it;
-    else as it is."""
-    if not BLOCK_RUN_ON or run > BLOCK_RUN_ON_MAX_BYTES or total < BLOCK_RUN_ON_MIN_TOTAL:
+    """``outer`` (slowest first) of a block or tile plan of ``total`` bytes
+    whose source rows are ``run`` bytes, with the dimension that carries
+    those rows on in the source (source_chain's first) innermost, within
+    BLOCK_RUN_ON_MAX_BYTES and BLOCK_RUN_ON_MIN_TOTAL; else as it is.  (The
+    callers check BLOCK_RUN_ON and TILE_RUN_ON.)"""
+    if run > BLOCK_RUN_ON_MAX_BYTES or total < BLOCK_RUN_ON_MIN_TOTAL:
         return outer
     return chain_innermost(outer, source_chain(outer, run)[:1])
 
@@ -1701,7 +1701,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
     if l2:
         # Written from the L2 buffer, streamed only in BOTH (row by row).
         stream = l2 == 2 and dst_bytes >= transpose_stream_min()
-    if not l2 and not whole:
+    if BLOCK_RUN_ON and not l2 and not whole:
         dims = run_on_innermost(dims, block_source_run(jgroup, ktot, width), dst_bytes)
     seg = jtot if l2 else share
     segments = -(-jtot // seg)
