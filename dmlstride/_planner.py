@@ -1475,15 +1475,15 @@ def subline_innermost(outer: list[Dim], total: int) -> list[Dim]:
 #: the prefetcher's stream, rather than rows far from them.  In destination
 #: order, a uint32 scatter (46, 268, 6, 11, 11) whose blocks read 737 source
 #: rows of 44 bytes, each row carried on by the block 184 blocks later, ran
-#: at 0.61 of the memcpy limit (0.85 in source order).  In one process on the same buffers,
-#: alternating in a shuffled order (2 threads, 5 rounds): 36 unnamed 4-D to
-#: 6-D permutations of 8-70 MB so planned with rows of up to 640 bytes ran
-#: 1.11x faster by geometric mean (0.63-1.69x; 0.47 -> 0.78 of the limit for
-#: a float32 scatter of rows of 600 bytes), a fresh 36 1.12x (0.85-1.55x;
-#: 0.28 -> 0.42 for a uint8 scatter of 414-byte rows), 24 of rows of
-#: 641-1024 bytes 1.06x (0.91-1.36x); 40 of any row length up to 48 KB
-#: 1.02x (0.78-1.39x), so longer rows keep their order.  Copies of 1-8 MB
-#: measured 0.90x (30, 0.61-1.32x) and keep theirs too.
+#: at 0.61 of the memcpy limit (0.85 in source order).  In one process on
+#: the same buffers, alternating in a shuffled order (2 threads, 5 rounds):
+#: 36 unnamed 4-D to 6-D permutations of 8-70 MB so planned with rows of
+#: up to 640 bytes ran 1.11x faster by geometric mean (0.63-1.69x; 0.47 ->
+#: 0.78 of the limit for a float32 scatter of rows of 600 bytes), a fresh
+#: 36 1.12x (0.85-1.55x; 0.28 -> 0.42 for a uint8 scatter of 414-byte
+#: rows), 24 of rows of 641-1024 bytes 1.06x (0.91-1.36x); 40 of any row
+#: length up to 48 KB 1.02x (0.78-1.39x), so longer rows keep their order.
+#: Copies of 1-8 MB measured 0.90x (30, 0.61-1.32x) and keep theirs too.
 BLOCK_RUN_ON = True
 BLOCK_RUN_ON_MAX_BYTES = 1024
 BLOCK_RUN_ON_MIN_TOTAL = 8 << 20

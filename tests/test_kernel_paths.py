@@ -2601,7 +2601,6 @@ def test_source_rows_over_1_kib_keep_destination_order(monkeypatch):
         check()
 
 
-
 @pytest.mark.parametrize("sizes,row,carrier", [
     ((156, 5, 19, 612), 612, (19, 612, 477360)),
     ((700, 5, 19, 130), 130, (19, 130, 455000)),
@@ -2622,6 +2621,7 @@ def test_tiles_run_the_dimension_that_carries_their_source_rows_on_innermost(siz
                 plan, check = _permutation_plan_and_check("uint8", sizes, order, order, "scatter")
                 assert plan.mode == "tile" and plan.outer[-1] != carrier and carrier in plan.outer
                 check()
+
 
 @pytest.fixture(params=[None, 0], ids=["8MiB", "none"])
 def run_on_bound(request, monkeypatch):
@@ -6186,7 +6186,6 @@ def test_copies_cut_along_the_destinations_fastest_dimension(dtype, sizes, order
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
-
 @pytest.mark.parametrize("dtype,sizes,j", [
     ("int16", (600, 163, 47), [(47, 195600), (21, 1200)]),   # room for 2 of 163 beside 47, 21 as a big block
     ("uint8", (700, 211, 59), [(59, 147700), (17, 700)]),    # 4 of 211 beside 59, 17 as a big block
@@ -6206,6 +6205,7 @@ def test_tiles_whose_destination_group_stops_at_primes_are_cut_with_a_big_blocks
     plan, _ = _copy_plan(dtype, sizes, order, "gather")
     assert plan.main.mode == "block" and plan.main.block.j == j
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
+
 
 def test_reversals_cut_at_the_destination_groups_stop(threads, no_slabs):
     # uint8 5 x 443 x 13 x 89 turned over and scattered: the cut at K's stop

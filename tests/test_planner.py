@@ -974,7 +974,6 @@ def test_small_blocks_of_narrower_values_stay_in_place(monkeypatch, op, dtype, s
     assert plan.mode == "block" and plan.block.whole
 
 
-
 def test_group_stop_with_a_big_blocks_room_for_j():
     # int16 600 x 163 x 47 turned over: K takes the 600 values, which leaves
     # J room for 109 values at the usual bound, 2 of 163 past J's 47 (under
@@ -983,6 +982,7 @@ def test_group_stop_with_a_big_blocks_room_for_j():
     merged = [(600, 2, 15322), (163, 1200, 94), (47, 195600, 2)]
     assert list(_planner.group_stops(merged, 2)) == []
     assert list(_planner.group_stops(merged, 2, big_j=True)) == [(1, 147)]
+
 
 def test_group_stop_cuts_a_dimension_k_took_a_small_divisor_of(monkeypatch):
     # A float16 array of 2 x 37078 x 226 turned over: K takes the 2 values
