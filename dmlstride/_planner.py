@@ -2324,6 +2324,21 @@ def small_interleave(pixels: int, channels: int, width: int) -> bool:
 INTERLEAVE_STREAM_EIGHTHS = 2
 INTERLEAVE_STREAM_BYTE_TASK = 4096
 INTERLEAVE_STREAM_MIN_TASK = 256
+#: ... and so do interleaves of one- and two-byte values whose tasks of at most
+#: this many bytes the executor joins along the destination
+#: (interleave_tasks_join; 0 turns this off): only a copy that streams is
+#: joined so, and below stream_min_total such tasks went one by one, a few
+#: short plane rows interleaved and written a task at a time (a uint8 scatter
+#: of 2 planes of 21 pixels a task, 42 bytes, in 798336 tasks: 33.5 MB, just
+#: under the 32 MiB, at 0.21 of the memcpy limit, 0.59 streamed).  In one
+#: process on the same buffers, alternating (2 threads, 5 rounds), 24 unnamed
+#: 4-D to 6-D gathers and scatters of 8-32 MiB so planned (of 68000 draws) ran
+#: 1.19x faster by geometric mean streamed, those with tasks of at most 256
+#: bytes 1.37x (10, 1.02-1.89x), larger ones 0.73-1.54x; a fresh 31 with
+#: tasks of at most 256 bytes 1.44x (0.86-4.23x, 28 faster; a uint8 gather of
+#: 2 planes of 16 pixels a task 0.12 -> 0.51 of the limit, the slowest one
+#: of 7.9 MiB, under the bound).
+INTERLEAVE_STREAM_JOINED_TASK = 256
 #: The executor's joined interleave tasks: at most this many bytes, in runs
 #: of at least JOIN_MIN_TASKS (the engine's DMLS_JOIN_PLANES_TASK_BYTES and
 #: DMLS_JOIN_MIN_TASKS, isa.h).
@@ -2525,7 +2540,8 @@ def interleave_streams(plan: KernelPlan) -> bool:
     if plan.width >= 4:
         wanted = task >= INTERLEAVE_STREAM_MIN_TASK or interleave_tasks_join(plan)
     else:
-        wanted = plan.width == 1 and task >= INTERLEAVE_STREAM_BYTE_TASK
+        wanted = (plan.width == 1 and task >= INTERLEAVE_STREAM_BYTE_TASK
+                  or task <= INTERLEAVE_STREAM_JOINED_TASK and interleave_tasks_join(plan))
     return wanted and plan.dst_bytes >= stream_min_total * INTERLEAVE_STREAM_EIGHTHS // 8
 
 

@@ -5981,6 +5981,44 @@ def test_streamed_interleaves_joined_along_the_source_stop_streaming(dtype, c, n
         _check_gather_and_scatter(desc, rng)
 
 
+
+@pytest.fixture(params=[None, 0], ids=["256B", "none"])
+def joined_task_bound(request, monkeypatch):
+    yield from _bound_as_is_or(request, monkeypatch, "INTERLEAVE_STREAM_JOINED_TASK")
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", [
+    ("uint8", (110, 2, 61, 2, 21), (1, 0, 2, 4, 3), "scatter"),   # 2 planes of 21 pixels, 42 bytes a task
+    ("float16", (6, 30, 58, 13, 2), (0, 1, 2, 4, 3), "gather"),   # 2 planes of 13 pixels, 52 bytes
+], ids=str)
+def test_short_interleaves_joined_along_the_destination_stream_from_a_quarter(dtype, sizes, order, op, threads,
+                                                                              joined_task_bound):
+    # Interleaves of one- and two-byte values whose tasks (at most 256 bytes)
+    # the executor joins along the destination stream from a quarter of the
+    # threshold (here 0.5-0.6 MB of a 2 MiB threshold), and so are joined;
+    # without the bound they go task by task with ordinary stores.  Against
+    # numpy (a gather into out= too, which takes the plan as it is).
+    with _stream_threshold(2 << 20):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+        assert plan.mode == "interleave" and _planner.interleave_tasks_join(plan)
+        assert plan.dst_bytes // plan.tasks <= 256 and (2 << 20) // 4 <= plan.dst_bytes < 2 << 20
+        assert plan.stream == (joined_task_bound is None)
+        check()
+        if op == "gather":
+            _check_gather_out(ds.BufferTensorDesc.from_layout(dtype, list(sizes), order), np.random.default_rng(5))
+
+
+def test_longer_interleaves_joined_along_the_destination_keep_the_whole_threshold(threads):
+    # Tasks of 440 bytes (5 int16 planes of 44 pixels) do not stream under
+    # the threshold, joined or not; against numpy.
+    with _stream_threshold(2 << 20):
+        plan, check = _permutation_plan_and_check("int16", (5, 6, 75, 2, 5, 44), (0, 2, 3, 1, 5, 4),
+                                                  (0, 2, 3, 1, 5, 4), "scatter")
+        assert plan.mode == "interleave" and _planner.interleave_tasks_join(plan)
+        assert plan.dst_bytes // plan.tasks == 440 and not plan.stream
+        check()
+
+
 def _gather_kernel_plan(desc):
     # The planner's plan for a gather of desc (not the engine's copy of it).
     packed = ds.BufferTensorDesc(desc.data_type, list(desc.sizes))
