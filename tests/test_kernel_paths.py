@@ -6245,6 +6245,41 @@ def test_tiles_whose_destination_group_stops_at_primes_are_cut_with_a_big_blocks
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
+
+@pytest.mark.parametrize("dtype,sizes,order,op,j", [
+    ("uint8", (28, 398, 775), (2, 1, 0), "scatter", [(28, 308450), (36, 775)]),   # J of 2 x 28 beside 398
+    ("float32", (773, 758, 4), (2, 1, 0), "gather", [(4, 2343736), (256, 3092)]),  # 2 x 4 beside 758
+    ("uint8", (18, 44, 1396, 8), (3, 2, 0, 1), "gather", [(8, 1105632), (128, 792)]),
+])
+def test_blocks_of_short_destination_rows_cut_for_a_longer_j(dtype, sizes, order, op, j, threads):
+    # 8.1-9.4 MB: the block's J group took a small divisor of its second
+    # dimension (2 or 4 values, destination rows of 32-56 bytes); cut at the
+    # most multiples of a big block's room for it (SPLIT_BLOCK_BIG_J_BYTES),
+    # the first part is a block with a J of 1008-1024 values, the rest
+    # copied after it.  Without the rule the copy is not cut.  Against numpy.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_planner, "SPLIT_BLOCK_BIG_J_BYTES", 0)
+        uncut, _ = _copy_plan(dtype, sizes, order, op)
+    assert uncut.rest is None and uncut.main.mode == "block"
+    assert uncut.main.dst_bytes >= _planner.SPLIT_MIN_BYTES and uncut.main.block.j_elems * np.dtype(dtype).itemsize <= 64
+    plan, _ = _copy_plan(dtype, sizes, order, op)
+    assert plan.main.block.j == j and plan.rest is not None
+    _check_cut_copy(dtype, sizes, order, op, sum(sizes))
+
+
+def test_j_piece_stops():
+    # J (the destination's fastest dimension, 8 values) takes 4 of 1396 with
+    # a big block's room (1024 values): 1396 is cut at 1280, 10 x 128; none
+    # where J takes a whole dimension, or K is shorter than 4 values.
+    merged = [(8, 1105632, 1), (1396, 792, 8), (44, 18, 11168), (18, 1, 491392)]
+    merged = _planner.merge_dims(list(merged))
+    stops = list(_planner.j_piece_stops(merged, 1))
+    assert stops == [(next(i for i, t in enumerate(merged) if t[0] == 1396), 1280)]
+    assert list(_planner.j_piece_stops([(4, 4, 40), (10, 1, 4000), (10, 40000, 1)], 1)) == []
+    assert list(_planner.j_piece_stops([(2, 1, 11168), (1396, 16, 8), (8, 2, 1)], 1)) == []
+    assert list(_planner.j_piece_stops([(4, 1, 11168), (1396, 16, 8), (8, 4, 1)], 1)) == [(1, 1280)]
+
+
 def test_reversals_cut_at_the_destination_groups_stop(threads, no_slabs):
     # uint8 5 x 443 x 13 x 89 turned over and scattered: the cut at K's stop
     # leaves no block, the one at J's does (SPLIT_OTHER_STOPS); element by

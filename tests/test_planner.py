@@ -1368,7 +1368,9 @@ def test_strided_plans_keep_near_revisits_in_order(dtype, sizes, order, op, monk
     ("uint8", (14, 1741, 366, 2, 3), (3, 4, 0, 2, 1), "scatter", False),         # K of 36, but J 1741 -> 358
     ("uint8", (47, 101, 3, 10, 116), (2, 4, 3, 1, 0), "scatter", False),         # J of 47 short, K of 580
 ])
-def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, sizes, order, op, cut):
+def test_blocks_of_short_source_runs_cut_only_where_j_keeps_its_length(dtype, sizes, order, op, cut, monkeypatch):
+    # (without the cut for a longer J, which takes the third: SPLIT_BLOCK_BIG_J_BYTES)
+    monkeypatch.setattr(_planner, "SPLIT_BLOCK_BIG_J_BYTES", 0)
     plan, _, _ = _permutation_plan(dtype, sizes, order, op)
     assert plan.main.mode == "block" and plan.main.dst_bytes >= _planner.SPLIT_MIN_BYTES
     assert (plan.rest is not None) == cut
@@ -1392,9 +1394,11 @@ def test_tiny_blocks_cut_where_their_block_grows(dtype, sizes, order, op, before
     # A block of under SPLIT_TINY_BLOCK_BYTES is cut at a dimension that
     # stops its own J or K group: the first part's block at least
     # SPLIT_TINY_GROW times as many values, neither group shorter; the
-    # rest copied after it.
+    # rest copied after it.  (Whole: without that cut, nor the cut for a
+    # longer J, which takes three of these too: SPLIT_BLOCK_BIG_J_BYTES.)
     plan, _, _ = _permutation_plan(dtype, sizes, order, op)
     monkeypatch.setattr(_planner, "SPLIT_TINY_BLOCK_BYTES", 0)
+    monkeypatch.setattr(_planner, "SPLIT_BLOCK_BIG_J_BYTES", 0)
     whole, _, _ = _permutation_plan(dtype, sizes, order, op)
     assert whole.rest is None and whole.main.mode == "block"
     w = whole.main.width
