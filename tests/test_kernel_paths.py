@@ -2248,7 +2248,10 @@ def test_only_a_small_l3_asks_far():
 def test_blocks_of_12_to_16_mib_stay_in_place_with_a_small_l3(dtype, sizes, order, op, threads, monkeypatch):
     # Blocks that a large L3's bounds stream whole from 12 MiB stay in place
     # under 16 MiB with a small L3's (BLOCK_WHOLE_EIGHTHS); gathered and
-    # scattered both ways, against numpy.
+    # scattered both ways, against numpy.  (Without the rule for short rows,
+    # which keeps the first in place on a large L3 too.)
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_SHORT_ROW_BYTES", 0)
+    _engine._set_stream_min_total(_planner.stream_min_total)    # (drops plans made with it)
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
     assert 12 << 20 <= desc.total_tensor_size_in_bytes < 16 << 20
     assert transfer._plan(desc, op).describe()["block"]["whole"]
@@ -2726,6 +2729,36 @@ def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, leve
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+
+@pytest.mark.parametrize("case,whole", [
+    (WHOLE_BLOCKS[3], False),    # float32, rows of 80 bytes
+    (WHOLE_BLOCKS[6], False),    # int16, 44 bytes
+    (WHOLE_BLOCKS[11], False),   # float16, 68 bytes, rows back to back in runs of 17
+    (WHOLE_BLOCKS[5], True),     # float64, 160 bytes: longer than the bound
+    (WHOLE_BLOCKS[8], True),     # uint8, 12 bytes: one-byte values keep streaming whole
+], ids=lambda c: f"{c[0]}-{c[3]}" if isinstance(c, tuple) else str(c))
+def test_whole_blocks_of_short_rows_stay_in_place(case, whole, threads, monkeypatch):
+    # With a large L3, blocks of values of two bytes or more whose
+    # destination rows are at most BLOCK_WHOLE_SHORT_ROW_BYTES stay in place
+    # (copies under BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL, streaming from 0 bytes
+    # here); with the bound at 0 (a small L3's), or from the size bound, they
+    # stream whole.  Gathered and scattered against numpy each way.
+    dtype, sizes, order, op, _ = case
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
+    for bounds, expect in (({}, whole),
+                           ({"BLOCK_WHOLE_SHORT_ROW_BYTES": _planner.l3_bound("BLOCK_WHOLE_SHORT_ROW_BYTES", True)}, True),
+                           ({"BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL": 0}, True)):
+        with monkeypatch.context() as m:
+            for name, value in bounds.items():
+                m.setattr(_planner, name, value)
+            with _stream_threshold(0):
+                def check_plan(plan):
+                    assert plan.mode == "block" and plan.block.whole == expect
+                    if not expect:
+                        assert plan.width >= 2 and plan.block.j_elems * plan.width <= 128
+                _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 def test_whole_blocks_ask_for_the_next_block_from_the_bound(monkeypatch, small_whole_blocks):
     dtype, sizes, order, op, _ = SMALL_WHOLE_BLOCKS[0]
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
@@ -2843,6 +2876,7 @@ def test_small_blocks_of_one_run_stay_in_place_otherwise(dtype, sizes, order, op
 
 def test_blocks_stream_whole_only_from_the_streaming_size(monkeypatch):
     dtype, sizes, order, op, _ = WHOLE_BLOCKS[4]
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_SHORT_ROW_BYTES", 0)    # (its rows are short)
     nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
     with _stream_threshold(nbytes * 8 // _planner.TRANSPOSE_STREAM_EIGHTHS):
         assert _permutation_plan_and_check(dtype, sizes, order, order, op)[0].block.whole
@@ -6150,7 +6184,9 @@ def tall_tiles_any_width(monkeypatch):
 def small_whole_blocks(monkeypatch):
     # Blocks of any size streamed whole where they qualify: by default those
     # of values up to BLOCK_WHOLE_SMALL_MAX_WIDTH bytes only from
-    # BLOCK_WHOLE_MIN_BLOCK_BYTES, more than these small copies' blocks hold.
+    # BLOCK_WHOLE_MIN_BLOCK_BYTES, more than these small copies' blocks hold,
+    # and those of short rows only from BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL.
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_SHORT_ROW_BYTES", 0)
     yield from _planner_setting(monkeypatch, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
 
 

@@ -53,9 +53,11 @@ def test_the_planner_reads_its_profile_from_the_l3():
         # for pixel bands into L1 where a large one asks into L2, keeps
         # broadcast rows of up to 4 KiB from streaming, and never streams
         # fills, which a large one streams, nor blocks of 4-32 KiB that are
-        # one run of long rows, which a large one streams whole (0: off)
+        # one run of long rows, which a large one streams whole (0: off), and
+        # streams whole the blocks of short rows that a large one keeps in
+        # place (0: off)
         ascending = ("BLOCK_TALL_TILE_MIN_WIDTH", "L2_PHASE_LINES", "BAND_ASKS_L2", "FILL_STREAMS",
-                     "BLOCK_WHOLE_ONE_RUN_MIN")
+                     "BLOCK_WHOLE_ONE_RUN_MIN", "BLOCK_WHOLE_SHORT_ROW_BYTES")
         assert (small <= large) if name in ascending else (small >= large), name
     assert _planner.l3_bound("L2_PHASE_LINES", small_l3=True) == 1
 

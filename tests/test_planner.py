@@ -970,6 +970,7 @@ def test_small_blocks_of_narrower_values_stay_in_place(monkeypatch, op, dtype, s
     assert plan.block.j_elems * plan.block.k_elems * plan.width < _planner.BLOCK_WHOLE_MIN_BLOCK_BYTES
     assert (plan.width <= _planner.BLOCK_WHOLE_SMALL_MAX_WIDTH) != whole
     monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
+    monkeypatch.setattr(_planner, "BLOCK_WHOLE_SHORT_ROW_BYTES", 0)    # (nor on short rows)
     plan = _permuted_plan(op, dtype, sizes, order)
     assert plan.mode == "block" and plan.block.whole
 
