@@ -62,7 +62,7 @@ L3_BOUNDS = {
     "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE": (3, 2),
     "TILE_CACHED_CLOSE_BYTES": (12 << 20, 8 << 20),
     "BLOCK_WHOLE_EIGHTHS": (4, 3),
-    "BLOCK_WHOLE_SHORT_ROW_BYTES": (0, 128),
+    "BLOCK_WHOLE_SHORT_ROW_BYTES": (0, 256),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
     "WHOLE_AHEAD_MAX_BYTES": (5 << 16, 64 << 10),
@@ -1258,17 +1258,21 @@ BLOCK_WHOLE_ONE_RUN_ROW = 1024
 #: short rows went out on its own, parts of lines.  On the Intel Xeon with a
 #: 480 MiB L3, in one process on the same buffers, the two plans alternating
 #: (2 threads, 5 rounds): tuned on 19 unnamed 4-D to 6-D permutations of
-#: 8-70 MB so planned among 72 whole blocks of every kind (1.4x faster by
-#: geometric mean, 18 faster; rows of 129-400 bytes about even), then 30 of
-#: rows of at most 128 bytes drawn afresh 1.20x (0.76-2.12x), those of
-#: 56 MB or more 0.98x (9), hence the size bound; 30 more drawn afresh
+#: 8-70 MB with rows of at most 128 bytes among 72 whole blocks of every kind
+#: (1.4x faster by geometric mean, 18 faster), then 30 of such rows drawn
+#: afresh 1.20x (0.76-2.12x), those of 56 MB or more 0.98x (9), hence a
+#: size bound (48 MiB first); 30 more drawn afresh
 #: 1.22x (0.68-1.94x), its one-byte ones about even (11, 0.68-1.39x), hence
 #: the width; with all three bounds, a fresh 30 of 8000 draws 1.33x
 #: (0.83-1.99x, 28 faster; 0.72 -> 0.96 of the memcpy limit by geometric
-#: mean, the 4 under 0.6 of it 0.71-1.26 after).  With a small L3,
-#: unmeasured, 0: off.
+#: mean, the 4 under 0.6 of it 0.71-1.26 after).  Rows of 129-256 bytes then
+#: measured 1.09x (24, 0.64-1.44x), those in copies of 44 MB or more
+#: 0.64-0.96x, the others 1.01-1.44x; with rows of up to 256 bytes and
+#: copies under 40 MiB, a fresh 30 (of 20000 draws) 1.20x (0.85-1.65x, 27
+#: faster).  Blocks joined side by side (block_join), of which none of these
+#: was, keep streaming whole.  With a small L3, unmeasured, 0: off.
 BLOCK_WHOLE_SHORT_ROW_BYTES = l3_bound("BLOCK_WHOLE_SHORT_ROW_BYTES")
-BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL = 48 << 20
+BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL = 40 << 20
 BLOCK_WHOLE_SHORT_ROW_MIN_WIDTH = 2
 #: A block whose rows all start on one line offset (which could stream one
 #: by one) but that would go through both L2 buffers streams whole where its
@@ -1434,7 +1438,7 @@ def takes_whole(kgroup: list[Dim], jtot: int, ktot: int, width: int, dst_bytes: 
     blocks = max(join, 1)
     block = jtot * ktot * width * blocks
     if not WHOLE_BLOCKS or dst_bytes < stream_min_total * BLOCK_WHOLE_EIGHTHS // 8 or block > BLOCK_L2_BYTES \
-            or (width >= BLOCK_WHOLE_SHORT_ROW_MIN_WIDTH and jtot * width <= BLOCK_WHOLE_SHORT_ROW_BYTES
+            or (not join and width >= BLOCK_WHOLE_SHORT_ROW_MIN_WIDTH and jtot * width <= BLOCK_WHOLE_SHORT_ROW_BYTES
                 and dst_bytes < BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL):
         return False
     run = whole_run_bytes(kgroup, jtot * width) * blocks
