@@ -2421,7 +2421,10 @@ INTERLEAVE_STREAM_MIN_TASK = 256
 #: bytes 1.37x (10, 1.02-1.89x), larger ones 0.73-1.54x; a fresh 31 with
 #: tasks of at most 256 bytes 1.44x (0.86-4.23x, 28 faster; a uint8 gather of
 #: 2 planes of 16 pixels a task 0.12 -> 0.51 of the limit, the slowest one
-#: of 7.9 MiB, under the bound).
+#: of 7.9 MiB, under the bound).  Not those the executor joins along the
+#: source instead (pixels_join_chain), which none of those were: a float16
+#: scatter of 2 planes of 14 pixels a task, whose rows go on along a
+#: dimension of 116768, streamed in runs of 4 tasks at 0.45x.
 INTERLEAVE_STREAM_JOINED_TASK = 256
 #: The executor's joined interleave tasks: at most this many bytes, in runs
 #: of at least JOIN_MIN_TASKS (the engine's DMLS_JOIN_PLANES_TASK_BYTES and
@@ -2625,7 +2628,8 @@ def interleave_streams(plan: KernelPlan) -> bool:
         wanted = task >= INTERLEAVE_STREAM_MIN_TASK or interleave_tasks_join(plan)
     else:
         wanted = (plan.width == 1 and task >= INTERLEAVE_STREAM_BYTE_TASK
-                  or task <= INTERLEAVE_STREAM_JOINED_TASK and interleave_tasks_join(plan))
+                  or task <= INTERLEAVE_STREAM_JOINED_TASK and interleave_tasks_join(plan)
+                  and not join_chain(plan.outer, plan.inner[0] * plan.width, task, plan.width))
     return wanted and plan.dst_bytes >= stream_min_total * INTERLEAVE_STREAM_EIGHTHS // 8
 
 

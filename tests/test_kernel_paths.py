@@ -6043,6 +6043,21 @@ def test_short_interleaves_joined_along_the_destination_stream_from_a_quarter(dt
             _check_gather_out(ds.BufferTensorDesc.from_layout(dtype, list(sizes), order), np.random.default_rng(5))
 
 
+
+def test_short_interleaves_joined_along_the_source_do_not_stream(threads):
+    # Tasks of 2 float16 planes of 14 pixels (56 bytes) whose destinations go
+    # on 4 at a time, while a dimension of 6560 continues each plane's row in
+    # the source: joined along the source, with ordinary stores, as without
+    # the rule (joined along the destination in runs of 4, streamed, such a
+    # copy ran 0.45x); against numpy.
+    with _stream_threshold(2 << 20):
+        plan, check = _permutation_plan_and_check("float16", (2, 4, 4, 82, 20, 14), (2, 3, 4, 1, 5, 0),
+                                                  (2, 3, 4, 1, 5, 0), "scatter")
+        assert plan.mode == "interleave" and plan.dst_bytes // plan.tasks == 56
+        assert not plan.stream and _planner.interleave_pixels_join(plan)
+        check()
+
+
 def test_longer_interleaves_joined_along_the_destination_keep_the_whole_threshold(threads):
     # Tasks of 440 bytes (5 int16 planes of 44 pixels) do not stream under
     # the threshold, joined or not; against numpy.
