@@ -29,7 +29,6 @@ All strides here are in bytes (in nibbles on a 4-bit side).
 from __future__ import annotations
 
 import collections
-import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -1867,9 +1866,9 @@ SPLIT_TILE_BIG_J = True
 #: changes, whose J group is at most SPLIT_BLOCK_BIG_J_BYTES bytes, is cut the
 #: same way where that gives its first part a block with a longer J: at J's
 #: stops with a big block's room, then at the dimension of which J took only
-#: a small divisor (j_piece_stops).  Blocks of destination rows of a few
-#: dozen bytes wrote each row's part of a line from many places, a line at a
-#: time: a uint8 scatter of 2 x 4 x 293 x 130 x 4 x 16 in order
+#: a small divisor (group_stops' j_pieces).  Blocks of destination rows of a
+#: few dozen bytes wrote each row's part of a line from many places, a line
+#: at a time: a uint8 scatter of 2 x 4 x 293 x 130 x 4 x 16 in order
 #: (5, 3, 4, 2, 1, 0) had J = 8 beside 293 and 130, and read 0.17 of the
 #: memcpy limit; cut at 1024 values of J, through L2, 0.6.  In one process
 #: on the same buffers, alternating (2 threads, 5 rounds), 24 unnamed 3-D to
@@ -1899,15 +1898,18 @@ SPLIT_TINY_MIN_BYTES = 2 << 20
 SPLIT_TINY_GROW = 4
 
 
-def group_stops(merged: list[Dim], width: int, big_j: bool = False) -> Iterator[tuple[int, int]]:
+def group_stops(merged: list[Dim], width: int, big_j: bool = False,
+                j_pieces: bool = False) -> Iterator[tuple[int, int]]:
     """The dimensions (each with its index in ``merged``) that stop a
     block's K group, then its J group, short: the next one a group would
     take, which does not fit the room left and whose largest divisor that
     does is at most half of it; with the length of its first part, the most
     whole multiples of that room (see SPLIT_FOR_BLOCKS); then J's own first
     dimension (SPLIT_INNER_J), then a dimension K took only a small divisor
-    of (SPLIT_PIECES).  J's room is BLOCK_GROUP_FIRST values where ``big_j``
-    (a big block's, SPLIT_TILE_BIG_J), else what block_elems leaves it."""
+    of (SPLIT_PIECES), then with ``j_pieces`` one J did
+    (SPLIT_BLOCK_BIG_J_BYTES).  J's room is BLOCK_GROUP_FIRST values where
+    ``big_j`` (a big block's, SPLIT_TILE_BIG_J), else what block_elems
+    leaves it."""
     dims = list(merged)
     inner = dims.pop()
     if inner[2] != width or inner[1] == width:
@@ -1915,9 +1917,10 @@ def group_stops(merged: list[Dim], width: int, big_j: bool = False) -> Iterator[
     rest = list(dims)
     kgroup, ktot = take_group(rest, 1, width, BLOCK_GROUP_FIRST, None)
     sides = [(1, ktot, BLOCK_GROUP_FIRST)]
+    jgroup: list[Dim] = []
     if ktot >= 4:
         limit = BLOCK_GROUP_FIRST if big_j else min(BLOCK_GROUP_FIRST, block_elems(width) // ktot)
-        _, jtot = take_group(rest, 2, width, limit, inner)
+        jgroup, jtot = take_group(rest, 2, width, limit, inner)
         sides.append((2, jtot, limit))
     for side, tot, limit in sides:
         room = limit // tot
@@ -1941,13 +1944,21 @@ def group_stops(merged: list[Dim], width: int, big_j: bool = False) -> Iterator[
         if n > limit >= SPLIT_MIN_ROOM and 2 * jtot <= limit:
             yield len(merged) - 1, n - n % limit
     if SPLIT_PIECES and kgroup and kgroup[-1] not in merged:
-        # K took a small divisor of a dimension (its last entry a piece of
-        # one of merged): cut that one at the most multiples of its room
-        c, a, b = kgroup[-1]
-        whole = next((t for t in merged if t[1:] == (a, b) and t[0] > c and t[0] % c == 0), None)
-        room = BLOCK_GROUP_FIRST // (ktot // c)
-        if whole is not None and room >= SPLIT_MIN_ROOM and 2 * c <= room:
-            yield merged.index(whole), whole[0] - whole[0] % room
+        yield from piece_stop(merged, kgroup[-1], ktot)
+    if j_pieces and jgroup and jgroup[-1] not in merged:
+        yield from piece_stop(merged, jgroup[-1], sides[1][1])
+
+
+def piece_stop(merged: list[Dim], piece: Dim, tot: int) -> Iterator[tuple[int, int]]:
+    """A group of ``tot`` values took only a small divisor of a dimension
+    (its last entry, ``piece``, a piece of one of ``merged``): that one, cut
+    at the most multiples of the group's room for it in BLOCK_GROUP_FIRST
+    values, where that room is at least SPLIT_MIN_ROOM and twice the piece."""
+    c, a, b = piece
+    whole = next((t for t in merged if t[1:] == (a, b) and t[0] > c and t[0] % c == 0), None)
+    room = BLOCK_GROUP_FIRST // (tot // c)
+    if whole is not None and room >= SPLIT_MIN_ROOM and 2 * c <= room:
+        yield merged.index(whole), whole[0] - whole[0] % room
 
 
 def tiny_block_stops(main: KernelPlan, merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
@@ -2016,7 +2027,7 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
     if cut is None and main.mode == "block" and main.dst_bytes >= SPLIT_MIN_BYTES \
             and main.block.j_elems * width <= SPLIT_BLOCK_BIG_J_BYTES:
         merged = merge_dims(list(dims))
-        for i, head in itertools.chain(group_stops(merged, width, big_j=True), j_piece_stops(merged, width)):
+        for i, head in group_stops(merged, width, big_j=True, j_pieces=True):
             n, a, b = merged[i]
             first = merged[:i] + [(head, a, b)] + merged[i + 1:]
             plan = plan_dims(first, width)
@@ -2024,29 +2035,6 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
                 rest = merged[:i] + [(n - head, a, b)] + merged[i + 1:]
                 return plan, plan_dims(rest, width), head * a, head * b, rest
     return cut
-
-
-def j_piece_stops(merged: list[Dim], width: int) -> Iterator[tuple[int, int]]:
-    """The dimension of which a block's J group, with a big block's room
-    (BLOCK_GROUP_FIRST values), took only a small divisor (J's last entry a
-    piece of one of ``merged``), with the length of its first part: the most
-    whole multiples of J's room for it (SPLIT_BLOCK_BIG_J_BYTES)."""
-    dims = list(merged)
-    inner = dims.pop()
-    if inner[2] != width or inner[1] == width:
-        return
-    rest = list(dims)
-    _, ktot = take_group(rest, 1, width, BLOCK_GROUP_FIRST, None)
-    if ktot < 4:
-        return
-    jgroup, jtot = take_group(rest, 2, width, BLOCK_GROUP_FIRST, inner)
-    if not jgroup or jgroup[-1] in merged:
-        return
-    c, a, b = jgroup[-1]
-    whole = next((t for t in merged if t[1:] == (a, b) and t[0] > c and t[0] % c == 0), None)
-    room = BLOCK_GROUP_FIRST // (jtot // c)
-    if whole is not None and room >= SPLIT_MIN_ROOM and 2 * c <= room:
-        yield merged.index(whole), whole[0] - whole[0] % room
 
 
 def _split_usual(main: KernelPlan, dims: list[Dim],

@@ -6319,17 +6319,20 @@ def test_blocks_of_short_destination_rows_cut_for_a_longer_j(dtype, sizes, order
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
 
 
-def test_j_piece_stops():
+def test_group_stops_with_j_pieces():
     # J (the destination's fastest dimension, 8 values) takes 4 of 1396 with
-    # a big block's room (1024 values): 1396 is cut at 1280, 10 x 128; none
-    # where J takes a whole dimension, or K is shorter than 4 values.
-    merged = [(8, 1105632, 1), (1396, 792, 8), (44, 18, 11168), (18, 1, 491392)]
-    merged = _planner.merge_dims(list(merged))
-    stops = list(_planner.j_piece_stops(merged, 1))
-    assert stops == [(next(i for i, t in enumerate(merged) if t[0] == 1396), 1280)]
-    assert list(_planner.j_piece_stops([(4, 4, 40), (10, 1, 4000), (10, 40000, 1)], 1)) == []
-    assert list(_planner.j_piece_stops([(2, 1, 11168), (1396, 16, 8), (8, 2, 1)], 1)) == []
-    assert list(_planner.j_piece_stops([(4, 1, 11168), (1396, 16, 8), (8, 4, 1)], 1)) == [(1, 1280)]
+    # a big block's room (1024 values): with j_pieces, 1396 is cut at 1280,
+    # 10 x 128, after the other stops; none where J takes a whole dimension,
+    # or K is shorter than 4 values.
+    merged = _planner.merge_dims([(8, 1105632, 1), (1396, 792, 8), (44, 18, 11168), (18, 1, 491392)])
+    cut = (next(i for i, t in enumerate(merged) if t[0] == 1396), 1280)
+    stops = list(_planner.group_stops(merged, 1, big_j=True, j_pieces=True))
+    assert stops[-1] == cut and cut not in list(_planner.group_stops(merged, 1, big_j=True))
+    for merged in ([(4, 4, 40), (10, 1, 4000), (10, 40000, 1)], [(2, 1, 11168), (1396, 16, 8), (8, 2, 1)]):
+        assert list(_planner.group_stops(merged, 1, big_j=True, j_pieces=True)) == \
+            list(_planner.group_stops(merged, 1, big_j=True))
+    assert list(_planner.group_stops([(4, 1, 11168), (1396, 16, 8), (8, 4, 1)], 1, big_j=True,
+                                     j_pieces=True))[-1] == (1, 1280)
 
 
 def test_reversals_cut_at_the_destination_groups_stop(threads, no_slabs):
