@@ -1870,7 +1870,7 @@ SPLIT_TILE_BIG_J = True
 #: few dozen bytes wrote each row's part of a line from many places, a line
 #: at a time: a uint8 scatter of 2 x 4 x 293 x 130 x 4 x 16 in order
 #: (5, 3, 4, 2, 1, 0) had J = 8 beside 293 and 130, and read 0.17 of the
-#: memcpy limit; cut at 1024 values of J, through L2, 0.6.  In one process
+#: memcpy limit; cut at 1024 values of J, through L2, 0.63.  In one process
 #: on the same buffers, alternating (2 threads, 5 rounds), 24 unnamed 3-D to
 #: 6-D permutations of 8-70 MB whose plans this changes (of 80000 draws, about
 #: one in 400) ran 1.28x faster by geometric mean (0.78-2.23x, 21 faster),

@@ -2729,7 +2729,6 @@ def test_whole_blocks_ask_for_the_next_block(dtype, sizes, order, op, runs, leve
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
-
 @pytest.mark.parametrize("case,whole", [
     (WHOLE_BLOCKS[3], False),    # float32, rows of 80 bytes
     (WHOLE_BLOCKS[6], False),    # int16, 44 bytes
@@ -2746,8 +2745,8 @@ def test_whole_blocks_of_short_rows_stay_in_place(case, whole, threads, monkeypa
     # stream whole.  Gathered and scattered against numpy each way.
     dtype, sizes, order, op, _ = case
     monkeypatch.setattr(_planner, "BLOCK_WHOLE_MIN_BLOCK_BYTES", 0)
-    for bounds, expect in (({}, whole),
-                           ({"BLOCK_WHOLE_SHORT_ROW_BYTES": _planner.l3_bound("BLOCK_WHOLE_SHORT_ROW_BYTES", True)}, True),
+    small_l3 = _planner.l3_bound("BLOCK_WHOLE_SHORT_ROW_BYTES", small_l3=True)
+    for bounds, expect in (({}, whole), ({"BLOCK_WHOLE_SHORT_ROW_BYTES": small_l3}, True),
                            ({"BLOCK_WHOLE_SHORT_ROW_MAX_TOTAL": 0}, True)):
         with monkeypatch.context() as m:
             for name, value in bounds.items():
@@ -6016,7 +6015,6 @@ def test_streamed_interleaves_joined_along_the_source_stop_streaming(dtype, c, n
         _check_gather_and_scatter(desc, rng)
 
 
-
 @pytest.fixture(params=[None, 0], ids=["256B", "none"])
 def joined_task_bound(request, monkeypatch):
     yield from _bound_as_is_or(request, monkeypatch, "INTERLEAVE_STREAM_JOINED_TASK")
@@ -6041,7 +6039,6 @@ def test_short_interleaves_joined_along_the_destination_stream_from_a_quarter(dt
         check()
         if op == "gather":
             _check_gather_out(ds.BufferTensorDesc.from_layout(dtype, list(sizes), order), np.random.default_rng(5))
-
 
 
 def test_short_interleaves_joined_along_the_source_do_not_stream(threads):
@@ -6297,7 +6294,6 @@ def test_tiles_whose_destination_group_stops_at_primes_are_cut_with_a_big_blocks
     _check_cut_copy(dtype, sizes, order, "gather", sum(sizes))
 
 
-
 @pytest.mark.parametrize("dtype,sizes,order,op,j", [
     ("uint8", (28, 398, 775), (2, 1, 0), "scatter", [(28, 308450), (36, 775)]),   # J of 2 x 28 beside 398
     ("float32", (773, 758, 4), (2, 1, 0), "gather", [(4, 2343736), (256, 3092)]),  # 2 x 4 beside 758
@@ -6313,7 +6309,8 @@ def test_blocks_of_short_destination_rows_cut_for_a_longer_j(dtype, sizes, order
         mp.setattr(_planner, "SPLIT_BLOCK_BIG_J_BYTES", 0)
         uncut, _ = _copy_plan(dtype, sizes, order, op)
     assert uncut.rest is None and uncut.main.mode == "block"
-    assert uncut.main.dst_bytes >= _planner.SPLIT_MIN_BYTES and uncut.main.block.j_elems * np.dtype(dtype).itemsize <= 64
+    assert uncut.main.dst_bytes >= _planner.SPLIT_MIN_BYTES
+    assert uncut.main.block.j_elems * np.dtype(dtype).itemsize <= _planner.SPLIT_BLOCK_BIG_J_BYTES
     plan, _ = _copy_plan(dtype, sizes, order, op)
     assert plan.main.block.j == j and plan.rest is not None
     _check_cut_copy(dtype, sizes, order, op, sum(sizes))
