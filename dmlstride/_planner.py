@@ -1992,6 +1992,15 @@ def tiny_block(main: KernelPlan, width: int) -> bool:
             and b.j_elems * b.k_elems * width < SPLIT_TINY_BLOCK_BYTES)
 
 
+def cut_at(merged: list[Dim], i: int, head: int) -> tuple[list[Dim], list[Dim], int, int]:
+    """``merged`` cut in two along its dimension ``i``, the first part its
+    first ``head`` values: the first part's dimensions, the rest's, and the
+    rest's source and destination offsets in bytes."""
+    n, a, b = merged[i]
+    return (merged[:i] + [(head, a, b)] + merged[i + 1:], merged[:i] + [(n - head, a, b)] + merged[i + 1:],
+            head * a, head * b)
+
+
 def split_tiny_block(main: KernelPlan, dims: list[Dim],
                      width: int) -> tuple[KernelPlan, KernelPlan, int, int, list[Dim]] | None:
     """split_for_block's cut of a tiny block (SPLIT_TINY_BLOCK_BYTES) of
@@ -2001,16 +2010,14 @@ def split_tiny_block(main: KernelPlan, dims: list[Dim],
     merged = merge_dims(list(dims))
     best = None
     for i, head in tiny_block_stops(main, merged, width):
-        n, a, c = merged[i]
-        first = merged[:i] + [(head, a, c)] + merged[i + 1:]
+        first, rest, rest_src, rest_dst = cut_at(merged, i, head)
         plan = plan_dims(first, width)
         q = plan.block
         if (q is None or q.k_elems < b.k_elems or q.j_elems < b.j_elems
                 or q.j_elems * q.k_elems < SPLIT_TINY_GROW * b.j_elems * b.k_elems):
             continue
         if best is None or q.j_elems * q.k_elems > best[0]:
-            rest = merged[:i] + [(n - head, a, c)] + merged[i + 1:]
-            best = (q.j_elems * q.k_elems, (plan, plan_dims(rest, width), head * a, head * c, rest))
+            best = (q.j_elems * q.k_elems, (plan, plan_dims(rest, width), rest_src, rest_dst, rest))
     return None if best is None else best[1]
 
 
@@ -2028,12 +2035,10 @@ def split_for_block(main: KernelPlan, dims: list[Dim],
             and main.block.j_elems * width <= SPLIT_BLOCK_BIG_J_BYTES:
         merged = merge_dims(list(dims))
         for i, head in group_stops(merged, width, big_j=True, j_pieces=True):
-            n, a, b = merged[i]
-            first = merged[:i] + [(head, a, b)] + merged[i + 1:]
+            first, rest, rest_src, rest_dst = cut_at(merged, i, head)
             plan = plan_dims(first, width)
             if plan.mode == "block" and plan.block.j_elems > main.block.j_elems:
-                rest = merged[:i] + [(n - head, a, b)] + merged[i + 1:]
-                return plan, plan_dims(rest, width), head * a, head * b, rest
+                return plan, plan_dims(rest, width), rest_src, rest_dst, rest
     return cut
 
 
@@ -2060,16 +2065,14 @@ def _split_usual(main: KernelPlan, dims: list[Dim],
         for tried, (i, head) in enumerate(group_stops(merged, width, big_j)):
             if tried > 0 and (main.mode != "strided" or not SPLIT_OTHER_STOPS):
                 break
-            n, a, b = merged[i]
-            first = merged[:i] + [(head, a, b)] + merged[i + 1:]
-            rest = merged[:i] + [(n - head, a, b)] + merged[i + 1:]
+            first, rest, rest_src, rest_dst = cut_at(merged, i, head)
             plan = plan_dims(first, width)
             if plan.mode != "block":
                 continue
             if short_block and (plan.block.k_elems <= main.block.k_elems
                                 or plan.block.j_elems < main.block.j_elems):
                 break
-            return plan, plan_dims(rest, width), head * a, head * b, rest
+            return plan, plan_dims(rest, width), rest_src, rest_dst, rest
     return split_tiny_block(main, dims, width) if tiny else None
 
 
