@@ -5983,6 +5983,29 @@ def test_joined_pixels_go_in_panels_only_within_the_bounds(monkeypatch):
         transfer._plans.clear()
 
 
+@pytest.mark.parametrize("dtype,sizes,order", [
+    ("uint8", (5, 37, 3, 33), (1, 0, 2, 3)),        # rows of 99 bytes (16-byte moves), runs of 5
+    ("uint8", (5, 37, 3, 32), (1, 0, 2, 3)),        # rows of 96 bytes (64-byte blocks)
+    ("int16", (2, 3, 41, 40), (0, 2, 1, 3)),        # rows of 80 bytes, runs of 3
+    ("float64", (4, 13, 3, 8), (1, 2, 0, 3)),       # rows of 64 bytes, runs of 4
+])
+def test_short_rows_in_cache_go_run_by_run(dtype, sizes, order, threads):
+    # A permutation that keeps a short last dimension, small enough to stay
+    # in cache (the rows not asked for ahead): its rows go a run of the
+    # innermost outer dimension at a time, at that dimension's strides.
+    # Runs whose thread's range of tasks ends or begins inside them (2
+    # threads: 16 ranges); gather (fresh and into out=) and scatter against
+    # numpy.
+    desc = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    for op in ("gather", "scatter"):
+        plan = transfer._plan(desc, op).describe()
+        assert plan["mode"] == "memcpy" and plan["tile"] is None and plan["tasks"] % 16 != 0
+        assert 64 <= plan["inner"][0] * plan["width"] <= 120 and plan["outer"][-1][0] in (3, 4, 5)
+    rng = np.random.default_rng(sum(sizes))
+    _check_gather_out(desc, rng)
+    _check_gather_and_scatter(desc, rng)
+
+
 def test_tiny_interleaves_along_a_short_source_run_go_element_by_element():
     # Runs of fewer than 16 pixels (3 pixels a task, 4 tasks) keep the
     # element-by-element plan, as do tiny interleaves no dimension continues.
