@@ -135,6 +135,13 @@ cdef extern from "src/isa.h":
     int DMLS_JOIN_PLANES_TASK_BYTES
     int DMLS_JOIN_MIN_TASKS
     int DMLS_JOIN_PIXELS_ROW_BYTES
+    int DMLS_PANEL_MIN_CHAIN_BYTES
+    int DMLS_PANEL_MIN_FAR_CHAIN_BYTES
+    int DMLS_PANEL_MIN_FAR_TASK_BYTES
+    int DMLS_PANEL_FAR_TASK_STRIDE
+    int DMLS_PANEL_MAX_TASK_BYTES
+    int DMLS_PANEL_MIN_ROWS
+    int DMLS_PANEL_MIN_WIDE_ROW_BYTES
     int dmls_isa_select(int max_level) noexcept nogil
     int dmls_band_asks_l2
 

@@ -2524,6 +2524,24 @@ def join_chain(outer: list[Dim], row: int, task: int, width: int) -> list[int]:
 #: (0.97-6.33x, 29 faster).  About one draw in 800.
 PANEL_MIN_CHAIN_BYTES = 16384
 PANEL_MAX_TASK_BYTES = 192
+
+#: Chains of at least PANEL_MIN_FAR_CHAIN_BYTES (not PANEL_MIN_CHAIN_BYTES) of
+#: tasks go in panels too where their tasks, of PANEL_MIN_FAR_TASK_BYTES or
+#: more, lie PANEL_FAR_TASK_STRIDE bytes or more apart in the destination (the
+#: stride of the chain's innermost dimension; the engine's far_chain): each
+#: task's bytes went to a page of their own.  Two builds alternating in one
+#: process (2 threads, 7 rounds): with chains of 256 bytes and up in panels, 27
+#: unnamed permutations of 8-61 MB whose tasks the executor joins along the
+#: source ran 0.82-1.75x, chains of under 2 KiB 0.82-0.92x (4-6 byte tasks
+#: among them), those of 2-16 KiB whose tasks lie 6.5 KiB or more apart
+#: 1.09-1.75x; with chains of 2 KiB and up, a fresh 15 1.23x by geometric mean
+#: (0.77-1.90x), those whose tasks lie 5.6 KiB or more apart 1.05-1.90x, within
+#: 3.1 KiB 0.91-0.93x, a uint8 one of 4-byte tasks 0.77x; hence the bounds.
+#: With them, a fresh 23 (of 50000 draws) 1.33x (0.85-4.22x, 18 faster; the
+#: slower ones ran 11-22 GB/s before, the faster 1.6-15).
+PANEL_MIN_FAR_CHAIN_BYTES = 2048
+PANEL_MIN_FAR_TASK_BYTES = 8
+PANEL_FAR_TASK_STRIDE = 4096
 PANEL_MIN_ROWS = 3
 PANEL_MIN_WIDE_ROW_BYTES = 16
 
@@ -2545,7 +2563,9 @@ def panels(outer: list[Dim], chain: list[int], row: int, task: int, width: int) 
         if b is None:
             return [], None
     tasks = math.prod(outer[i][0] for i in chain)
-    if (tasks < JOIN_MIN_TASKS or tasks * task < PANEL_MIN_CHAIN_BYTES or task > PANEL_MAX_TASK_BYTES
+    far = (tasks * task >= PANEL_MIN_FAR_CHAIN_BYTES and task >= PANEL_MIN_FAR_TASK_BYTES
+           and abs(outer[chain[0]][2]) >= PANEL_FAR_TASK_STRIDE)
+    if (tasks < JOIN_MIN_TASKS or (tasks * task < PANEL_MIN_CHAIN_BYTES and not far) or task > PANEL_MAX_TASK_BYTES
             or outer[b][0] < PANEL_MIN_ROWS or (width >= 4 and row < PANEL_MIN_WIDE_ROW_BYTES)):
         return [], None
     return chain, b

@@ -5983,6 +5983,38 @@ def test_joined_pixels_go_in_panels_only_within_the_bounds(monkeypatch):
         transfer._plans.clear()
 
 
+@pytest.mark.parametrize("level", [0, 3], ids=["generic", "best"])
+def test_joined_pixels_in_panels_from_short_chains_far_apart(level, threads):
+    # Chains of 2-16 KiB of tasks go in panels too where their tasks, of 8
+    # bytes or more, lie a page or more apart in the destination (the
+    # chain's innermost dimension steps it by B's rows of tasks); each bound
+    # on and off its edge, off it the copy joined as before, run by run.
+    # Gather and scatter against numpy either way.
+    cases = [  # (dtype, c, n, a1, a2, rows), on the edge first
+        (("int16", 4, 2, 16, 8, 256), ("int16", 4, 2, 17, 7, 256)),    # chains of 2048 / 1904 bytes
+        (("int16", 4, 2, 16, 8, 256), ("int16", 4, 2, 16, 8, 255)),    # tasks 4096 / 4080 bytes apart
+        (("uint8", 4, 2, 16, 16, 512), ("uint8", 2, 2, 32, 16, 1024)),  # tasks of 8 / 4 bytes
+    ]
+    assert _planner.PANEL_MIN_FAR_CHAIN_BYTES == 2048 and _planner.PANEL_FAR_TASK_STRIDE == 4096
+    assert _planner.PANEL_MIN_FAR_TASK_BYTES == 8
+    rng = np.random.default_rng(17)
+    with _stream_threshold(1 << 60):
+        for on, off in cases:
+            for case, expect in ((on, True), (off, False)):
+                dtype, c, n, a1, a2, rows = case
+                desc = _panel_desc(dtype, c, n, a1, a2, rows, False, outer=2)
+                kplan, (chain, b) = _panel_plan(desc)
+                task = c * n * np.dtype(dtype).itemsize
+                assert _planner.interleave_pixels_join(kplan), case
+                assert a1 * a2 * task < _planner.PANEL_MIN_CHAIN_BYTES
+                assert (b is not None) == expect and bool(chain) == expect, case
+                if expect:
+                    assert b == len(kplan.outer) - 1 - len(chain) and kplan.outer[b][0] == rows
+                    assert kplan.outer[-1][2] == rows * task
+                with _isa_level(level):
+                    _check_gather_and_scatter(desc, rng)
+
+
 @pytest.mark.parametrize("dtype,sizes,order", [
     ("uint8", (5, 37, 3, 33), (1, 0, 2, 3)),        # rows of 99 bytes (16-byte moves), runs of 5
     ("uint8", (5, 37, 3, 32), (1, 0, 2, 3)),        # rows of 96 bytes (64-byte blocks)

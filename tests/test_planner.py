@@ -34,6 +34,13 @@ def test_c_limits_agree_with_python():
     assert _engine.JOIN_PLANES_TASK_BYTES == _planner.JOIN_PLANES_TASK_BYTES
     assert _engine.JOIN_MIN_TASKS == _planner.JOIN_MIN_TASKS
     assert _engine.JOIN_PIXELS_ROW_BYTES == _planner.JOIN_PIXELS_ROW_BYTES
+    assert _engine.PANEL_MIN_CHAIN_BYTES == _planner.PANEL_MIN_CHAIN_BYTES
+    assert _engine.PANEL_MIN_FAR_CHAIN_BYTES == _planner.PANEL_MIN_FAR_CHAIN_BYTES
+    assert _engine.PANEL_MIN_FAR_TASK_BYTES == _planner.PANEL_MIN_FAR_TASK_BYTES
+    assert _engine.PANEL_FAR_TASK_STRIDE == _planner.PANEL_FAR_TASK_STRIDE
+    assert _engine.PANEL_MAX_TASK_BYTES == _planner.PANEL_MAX_TASK_BYTES
+    assert _engine.PANEL_MIN_ROWS == _planner.PANEL_MIN_ROWS
+    assert _engine.PANEL_MIN_WIDE_ROW_BYTES == _planner.PANEL_MIN_WIDE_ROW_BYTES
     assert _planner.SLAB_BYTES <= _engine.SLAB_BYTES   # a slab fits the thread's buffer
 
 

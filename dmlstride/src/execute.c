@@ -572,6 +572,23 @@ static inline int64_t joined_pixels(const dmls_plan *p) { return joined_interlea
    1.74x (0.97-6.33x, 29 faster; a uint8 gather of 4 planes of 7 pixels a
    task 17.4 -> 2.7 ms). */
 #define DMLS_PANEL_ROW_BYTES 512
+/* Whether a chain of chain_bytes of tasks of task bytes, shorter than
+   DMLS_PANEL_MIN_CHAIN_BYTES, still goes in panels: its tasks far apart in
+   the destination (isa.h, DMLS_PANEL_MIN_FAR_CHAIN_BYTES).  Run by run,
+   each task's few bytes went to a page of their own, and the bytes beside
+   them a chain later.  Two builds alternating in one process (2 threads,
+   7 rounds): unnamed 4-D to 6-D permutations of 11-63 MB whose chains hold
+   2-16 KiB of tasks ran 1.05-1.9x faster in panels where the tasks lie
+   5.6 KiB or more apart, 0.91-0.93x where they lie within 3.1 KiB; with
+   the bounds, a fresh 23 so planned 1.33x by geometric mean (0.85-4.22x,
+   18 faster; a float16 scatter of 28-byte tasks 1.6 -> 6.7 GB/s).  See
+   the planner's PANEL_MIN_FAR_CHAIN_BYTES. */
+static inline int far_chain(const dmls_plan *p, int64_t chain_bytes, int64_t task) {
+    const int64_t step = p->outer_dst_stride[p->outer_ndim - 1];
+    return chain_bytes >= DMLS_PANEL_MIN_FAR_CHAIN_BYTES && task >= DMLS_PANEL_MIN_FAR_TASK_BYTES &&
+           (step >= DMLS_PANEL_FAR_TASK_STRIDE || step <= -DMLS_PANEL_FAR_TASK_STRIDE);
+}
+
 /* The panel dimension B (an index into the outer dimensions; -1 where
    tasks do not go in panels) of a plan whose tasks joined_pixels joins,
    and the tasks of the chain inside it: the innermost dimensions that
@@ -590,7 +607,8 @@ static inline int panel_dim(const dmls_plan *p, int64_t *chain_tasks) {
     if (i == p->outer_ndim - 1 || i < 0 || p->outer_size[i] < DMLS_PANEL_MIN_ROWS ||
             p->outer_dst_stride[i] != task || task > DMLS_PANEL_MAX_TASK_BYTES ||
             (w >= 4 && p->inner_size * w < DMLS_PANEL_MIN_WIDE_ROW_BYTES) ||
-            tasks < DMLS_JOIN_MIN_TASKS || tasks > INT64_MAX / task || tasks * task < DMLS_PANEL_MIN_CHAIN_BYTES)
+            tasks < DMLS_JOIN_MIN_TASKS || tasks > INT64_MAX / task ||
+            (tasks * task < DMLS_PANEL_MIN_CHAIN_BYTES && !far_chain(p, tasks * task, task)))
         return -1;
     return i;
 }

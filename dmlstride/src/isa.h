@@ -83,6 +83,14 @@ enum { DMLS_RAGGED_STREAM = 1, DMLS_RAGGED_LONG = 2 };
    source dimensions holds at least this many bytes of tasks and the
    dimension outside it continues the destination a task at a time ... */
 #define DMLS_PANEL_MIN_CHAIN_BYTES 16384
+/* ... or at least DMLS_PANEL_MIN_FAR_CHAIN_BYTES where the chain's tasks,
+   of DMLS_PANEL_MIN_FAR_TASK_BYTES or more each, lie at least
+   DMLS_PANEL_FAR_TASK_STRIDE bytes apart in the destination (the innermost
+   dimension's stride: a page or more, each task's bytes on a page of
+   their own) ... */
+#define DMLS_PANEL_MIN_FAR_CHAIN_BYTES 2048
+#define DMLS_PANEL_MIN_FAR_TASK_BYTES 8
+#define DMLS_PANEL_FAR_TASK_STRIDE 4096
 /* ... of tasks of at most this many bytes, in rows of B of at least
    DMLS_PANEL_MIN_ROWS, and for four- and eight-byte values plane rows of
    at least DMLS_PANEL_MIN_WIDE_ROW_BYTES a task. */
