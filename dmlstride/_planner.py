@@ -2550,7 +2550,8 @@ def panels(outer: list[Dim], chain: list[int], row: int, task: int, width: int) 
     """Where interleaving tasks of ``task`` bytes, plane rows of ``row``
     (values of ``width`` bytes), whose rows go on along ``chain`` (indices
     into outer, innermost first, as source_chain gives them) go in panels
-    (see PANEL_MIN_CHAIN_BYTES): the chain inside the panels' dimension B
+    (see PANEL_MIN_CHAIN_BYTES, and PANEL_MIN_FAR_CHAIN_BYTES for shorter
+    chains whose tasks lie far apart): the chain inside the panels' dimension B
     and B's index, the chain cut at the first of its dimensions, past the
     first, whose destination stride is ``task`` where one is; else ([],
     None)."""
@@ -2563,7 +2564,7 @@ def panels(outer: list[Dim], chain: list[int], row: int, task: int, width: int) 
         if b is None:
             return [], None
     tasks = math.prod(outer[i][0] for i in chain)
-    far = (tasks * task >= PANEL_MIN_FAR_CHAIN_BYTES and task >= PANEL_MIN_FAR_TASK_BYTES
+    far = (bool(chain) and tasks * task >= PANEL_MIN_FAR_CHAIN_BYTES and task >= PANEL_MIN_FAR_TASK_BYTES
            and abs(outer[chain[0]][2]) >= PANEL_FAR_TASK_STRIDE)
     if (tasks < JOIN_MIN_TASKS or (tasks * task < PANEL_MIN_CHAIN_BYTES and not far) or task > PANEL_MAX_TASK_BYTES
             or outer[b][0] < PANEL_MIN_ROWS or (width >= 4 and row < PANEL_MIN_WIDE_ROW_BYTES)):

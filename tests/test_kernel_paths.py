@@ -6011,6 +6011,9 @@ def test_joined_pixels_in_panels_from_short_chains_far_apart(level, threads):
                 if expect:
                     assert b == len(kplan.outer) - 1 - len(chain) and kplan.outer[b][0] == rows
                     assert kplan.outer[-1][2] == rows * task
+                    # no chain, no panels (and no chain's stride to read)
+                    w = np.dtype(dtype).itemsize
+                    assert _planner.panels(kplan.outer, [], n * w, task, w) == ([], None)
                 with _isa_level(level):
                     _check_gather_and_scatter(desc, rng)
 

@@ -1202,7 +1202,7 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
             }
             return;
         }
-        for (t = t0; t < t1; t++) dmls_copy_short(d + do_, s + so, n);
+        if (t0 < t1) dmls_copy_short(d + do_, s + so, n);   /* no outer dimension: one task */
         return;
     }
 #ifdef DMLS_HAVE_FILL_SPLAT
