@@ -710,7 +710,7 @@ static void run_panels(const dmls_plan *p, const dmls_panels *g, const char *s, 
                     for (a += dmls_line_gap(a); a + 64 <= end; a += 64) DMLS_PREFETCH_W(a);
                     if (t + DMLS_PANEL_RUN_AHEAD + 1 < mm) odometer_step(p, &oa);
                 }
-                for (r = 0; r < nb; r++) dmls_copy_short(dt + r * task, buf + r * g->pitch + t * task, task);
+                copy_rows(dt, buf + t * task, task, nb, g->pitch, task, 0);
                 if (t + 1 < mm) odometer_step(p, &o);
             }
         }
@@ -1078,7 +1078,6 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
            A copy that streams writes such rows with plain stores anyway
            (row() streams from DMLS_STREAM_MIN_RUN bytes). */
         const int64_t n = p->inner_size * p->width;
-        int64_t k;
         /* Rows not back to back with the next one on a side (the
            batch's next row, or the innermost outer dimension's) are each a
            stream of their own there, more streams than the hardware
@@ -1160,13 +1159,13 @@ void dmls_run_tasks(const dmls_plan *p, const char *s, char *d, int64_t t0, int6
                 odometer_ahead(p, &ah, idx, so, do_, t1 - t0 < AHEAD ? t1 - t0 : AHEAD);
                 for (t = t0; t < t1; t++) {
                     if (t + AHEAD < t1) odometer_ask(p, &ah, s, kn, kss, n, 1);
-                    for (k = 0; k < kn; k++) dmls_copy_short(d + do_ + k * kds, s + so + k * kss, n);
+                    copy_rows(d + do_, s + so, n, kn, kss, kds, 0);
                     next_outer(p, idx, &so, &do_);
                 }
                 return;
             }
             for (t = t0; t < t1; t++) {
-                for (k = 0; k < kn; k++) dmls_copy_short(d + do_ + k * kds, s + so + k * kss, n);
+                copy_rows(d + do_, s + so, n, kn, kss, kds, 0);
                 next_outer(p, idx, &so, &do_);
             }
             return;
