@@ -3293,6 +3293,54 @@ def test_rows_far_apart_in_both_orders_run_in_pairs(dtype, sizes, order, op, thr
     _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+# Rows shorter than SHORT_ROW_FAR_READ_BYTES in a copy that streams, whose
+# source neighbours destination order reads far apart (4 KiB here), run in
+# source order where that writes their destination neighbours near (16 KiB
+# here), many write streams or not (rows of 72-104 bytes).
+FAR_READ_ROWS = [
+    ("int16", (8, 11, 12, 2, 3, 37), (1, 2, 4, 3, 0, 5), "gather"),     # 74 bytes, 8 passes
+    ("float64", (7, 6, 8, 23, 6, 9), (4, 3, 0, 1, 2, 5), "scatter"),    # 72 bytes, 138 streams
+    ("uint32", (2, 2, 4, 11, 2, 21), (0, 4, 3, 2, 1, 5), "scatter"),
+    ("float64", (8, 2, 14, 2, 12), (1, 3, 2, 0, 4), "gather"),
+    ("float32", (14, 12, 3, 2, 13, 2), (2, 3, 1, 0, 4, 5), "scatter"),
+]
+
+
+@pytest.fixture(params=[True, False], ids=["small-l3", "large-l3"])
+def far_reads(request, monkeypatch):
+    # The rule as a small L3 has it (rows under 128 bytes) or as a large one
+    # has it (off), with its distances brought down to the shapes above, in
+    # copies that stream whatever their size.
+    small = request.param
+    monkeypatch.setattr(_planner, "SHORT_ROW_FAR_READ_BYTES", _planner.l3_bound("SHORT_ROW_FAR_READ_BYTES", small))
+    monkeypatch.setattr(_planner, "SHORT_ROW_FAR_READ_APART", 4096)
+    monkeypatch.setattr(_planner, "SHORT_ROW_NEAR_WRITE_APART", 16384)
+    with _stream_threshold(0):
+        yield small
+
+
+def test_far_read_bounds_by_l3():
+    assert _planner.l3_bound("SHORT_ROW_FAR_READ_BYTES", small_l3=True) == 128
+    assert _planner.l3_bound("SHORT_ROW_FAR_READ_BYTES", small_l3=False) == 0
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op", FAR_READ_ROWS, ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in FAR_READ_ROWS])
+def test_rows_read_far_apart_run_in_source_order(dtype, sizes, order, op, threads, far_reads):
+    def check_plan(plan):
+        row = plan.inner[0] * plan.width
+        dest = sorted(plan.outer, key=lambda t: t[2], reverse=True)
+        source = sorted(plan.outer, key=lambda t: (t[1], t[2]), reverse=True)
+        assert plan.mode == "memcpy" and plan.stream and plan.tile is None and row < 128
+        assert _planner.revisit_bytes(dest, row, 1) >= 4096
+        assert _planner.revisit_bytes(source, row, 2) <= 16384
+        assert (plan.outer == source) == far_reads
+        # the rule is the planner's only reason for source order here
+        assert _planner.short_rows_order(dest, row, True, far_reads=False) != source
+        assert _planner.short_rows_order(dest, row, False) != source
+
+    _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 @pytest.fixture
 def blocks_ask_ahead(monkeypatch):
     # Blocks in place ask for the next block's first tiles, and for the
