@@ -17,6 +17,7 @@ against a copy of itself (four runs of 12-25 cases), which the two passes cancel
     python benchmarks/compare_builds.py ../base              # a checkout built in place
     python benchmarks/compare_builds.py ../base --family perm --seed 5 --count 20 --mb 1,16
     python benchmarks/compare_builds.py ../base --case float16:3022x2028:10:gather
+    python benchmarks/compare_builds.py ../base --case float32:64x512x512x2:0213:gather --dst-skew 4
     python benchmarks/compare_builds.py --control            # this build against a copy of itself
 
 The base is a checkout whose ``dmlstride`` package holds its compiled engine
@@ -120,27 +121,35 @@ def load_copy(package: Path, workdir: Path) -> ModuleType:
     return importlib.import_module(COPY_NAME)
 
 
+def at_page_offset(nbytes: int, skew: int) -> np.ndarray:
+    """``nbytes`` zero bytes starting ``skew`` bytes past a 4 KiB page."""
+    raw = np.zeros(nbytes + 8192, np.uint8)
+    start = (-raw.ctypes.data) % 4096 + skew
+    return raw[start:start + nbytes]
+
+
 class Case:
     """One gather or scatter of a layout, set up for both builds on one set of buffers."""
 
-    def __init__(self, spec: Spec, builds: dict[str, ModuleType], seed: int) -> None:
+    def __init__(self, spec: Spec, builds: dict[str, ModuleType], seed: int, dst_skew: int = 0) -> None:
         dtype, sizes, order, op = spec
         self.name = case_name(spec)
         descs = {k: m.BufferTensorDesc.from_layout(dtype, sizes, order) for k, m in builds.items()}
         self.bytes = math.prod(sizes) * np.dtype(dtype).itemsize
         rng = np.random.default_rng(seed)
-        self.buffer = np.zeros(descs["this"].total_tensor_size_in_bytes, np.uint8)
+        total = descs["this"].total_tensor_size_in_bytes
+        self.buffer = at_page_offset(total, dst_skew if op == "scatter" else 0)
         self.array = rng.integers(0, 256, size=self.bytes, dtype=np.uint8).view(dtype).reshape(sizes)
         self.fns: dict[str, Callable[[], Any]] = {}
         if op == "gather":
             builds["this"].scatter(self.array, descs["this"], self.buffer)
-            self.target = out = np.empty_like(self.array)
+            self.target = out = at_page_offset(self.bytes, dst_skew).view(dtype).reshape(sizes)
             for k, m in builds.items():
-                self.fns[k] = lambda m=m, d=descs[k]: m.gather(self.buffer, d, out=out)
+                self.fns[k] = lambda m=m, d=descs[k]: m.gather(self.buffer, d, out=out, check_alignment=False)
         else:
             self.target = self.buffer
             for k, m in builds.items():
-                self.fns[k] = lambda m=m, d=descs[k]: m.scatter(self.array, d, self.buffer)
+                self.fns[k] = lambda m=m, d=descs[k]: m.scatter(self.array, d, self.buffer, check_alignment=False)
 
     def same_bytes(self) -> bool:
         """Whether both builds write the same bytes (each into a cleared target)."""
@@ -174,7 +183,7 @@ def time_builds(args: argparse.Namespace) -> int:
                   " other's planner (its engine imports dmlstride._planner): only the kernels are compared",
                   file=sys.stderr)
         for i, spec in enumerate(args.case):
-            case = Case(spec, builds, seed=i)
+            case = Case(spec, builds, seed=i, dst_skew=args.dst_skew)
             if not case.same_bytes():
                 print(f"{case.name}: the two builds wrote different bytes", file=sys.stderr)
                 return EXIT_MISMATCH
@@ -196,10 +205,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     O.add_draw_options(p, "1,16", ": from cache")
     p.add_argument("--repeats", type=int, default=7, help="timing repeats per case and pass (default 7)")
     p.add_argument("--threads", type=int, metavar="N", help="threads for both builds (default: dmlstride's)")
+    p.add_argument("--dst-skew", type=int, default=0, metavar="BYTES",
+                   help="the destination this many bytes past a 4 KiB page (default 0)")
     p.add_argument("--order", choices=ORDERS, help=argparse.SUPPRESS)  # one pass, in a child process
     args = p.parse_args(argv)
     if (args.base is None) == (not args.control):
         p.error("give the base build's checkout, or --control (not both)")
+    if not 0 <= args.dst_skew < 4096:
+        p.error("--dst-skew must be 0-4095 bytes")
     O.check_draw_options(p, args)
     return args
 
@@ -221,6 +234,8 @@ def one_pass(args: argparse.Namespace, order: str, specs: list[Spec]) -> tuple[i
            "--repeats", str(args.repeats), "--order", order]
     if args.threads is not None:
         cmd += ["--threads", str(args.threads)]
+    if args.dst_skew:
+        cmd += ["--dst-skew", str(args.dst_skew)]
     for spec in specs:
         cmd += ["--case", case_arg(spec)]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)

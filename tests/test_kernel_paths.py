@@ -3833,6 +3833,54 @@ def test_streaming_transposes_read_rows_1_kib_apart_a_line_at_a_time(dtype, src_
     assert dst.tobytes() == expect
 
 
+# Transposes that keep a last dimension of 2-8 values (merged into values of
+# 4 or 8 bytes) into a destination off those values' alignment: line-aligned
+# strips cannot take them, and they went value by value; eight-byte values
+# stream their lines byte-shifted (nt_shifted), narrower ones take the plain
+# transpose.  Gathered into an out= array and scattered into a buffer at
+# that many bytes past a line, between guard bytes, against numpy.
+MERGED_OFF_ALIGNMENT = [  # (dtype, sizes, order, op, merged width, byte skews): destination rows cut in segments
+    ("float32", (24, 520, 2), (1, 0, 2), "gather", 8, (4, 36)),
+    ("float32", (520, 24, 2), (1, 0, 2), "scatter", 8, (4, 60)),
+    ("float16", (24, 520, 4), (1, 0, 2), "gather", 8, (2, 4, 6)),
+    ("uint8", (520, 24, 8), (1, 0, 2), "scatter", 8, (1, 5, 7)),
+    ("uint8", (32, 1040, 4), (1, 0, 2), "gather", 4, (1, 2, 3)),
+    ("int16", (3, 32, 1040, 2), (0, 2, 1, 3), "gather", 4, (2, 34)),
+    ("float32", (2, 3, 24, 520, 2), (0, 1, 3, 2, 4), "gather", 8, (4,)),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,width,skews", MERGED_OFF_ALIGNMENT,
+                         ids=[f"{c[0]}-{c[3]}-{c[1]}" for c in MERGED_OFF_ALIGNMENT])
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+def test_merged_values_into_a_destination_off_their_alignment(dtype, sizes, order, op, width, skews, level,
+                                                              streaming, threads):
+    strided = ds.BufferTensorDesc.from_layout(dtype, list(sizes), order)
+    dt = np.dtype(dtype)
+    packed = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    pair = (strided.effective_strides, packed) if op == "gather" else (packed, strided.effective_strides)
+    plan = _planner.plan_copy(list(sizes), *pair, 8 * dt.itemsize).main
+    # rows of k a multiple of 64 bytes apart, cut in segments of j
+    assert plan.mode == "tile" and plan.width == width and plan.stream
+    assert plan.tile[2] % 64 == 0 and plan.segments > 1
+    buf = _random_buffer(strided.total_tensor_size_in_bytes, sum(sizes))
+    values = _numpy_gather(buf, strided)
+    with _isa_level(level):
+        for skew in skews:
+            assert skew % width != 0
+            if op == "gather":
+                room = _at_line_offset(values.nbytes + 128, 0, skew)
+                out = np.frombuffer(room, dt, count=values.size, offset=skew).reshape(sizes)
+                before = room.copy()
+                assert ds.gather(buf, strided, out=out, check_alignment=False) is out
+                assert out.tobytes() == values.tobytes()
+                assert room[:skew].tobytes() == before[:skew].tobytes()
+                assert room[skew + values.nbytes:].tobytes() == before[skew + values.nbytes:].tobytes()
+            else:
+                target = _at_line_offset(strided.total_tensor_size_in_bytes + 128, 0, skew + 1)
+                _check_scatter(values, strided, target, offset=skew, check_alignment=False)
+
+
 @pytest.mark.parametrize("dtype", WIDTH_DTYPES)
 @pytest.mark.parametrize("bands", [1, 3, 5])
 @pytest.mark.parametrize("cols", [16, 37, 70])

@@ -724,7 +724,11 @@ static void dmls_nt_transpose(int W, const char *s, int64_t sj, char *d, int64_t
    strip of N rows ending at kn, moved back by back = kf + N - kn rows,
    with slots of its own (the N slots after the last chunk's); only its
    rows from kf on go out, the first back being the strip before's (8-byte
-   values gather their one such row instead).  Reads stay within s + j * sj + [0, kn * W)
+   values gather their one such row instead).  The offsets h_k are bytes:
+   a destination off its values' alignment (W bytes of merged values,
+   pairs of float32 four bytes past a line) goes out the same way, rows of
+   whole lines back to back excepted (dmls_nt_joined goes by values).
+   Reads stay within s + j * sj + [0, kn * W)
    for j < nb * E, writes within d + k * dk + [0, nb * E * W) for k < kn.
    See tile.c (DMLS_SHIFTED_MIN_RUN) for where it is used and what it
    measured. */
@@ -765,10 +769,10 @@ static void dmls_nt_shifted(int W, const char *s, int64_t sj, char *d, int64_t d
     const int gather_rest = W == 8;
     int64_t k0, nk, b, k, i, h, q, ke, re;
     *kdone = *jdone = 0;
-    if ((uintptr_t)d % (uintptr_t)W != 0 || dk % W != 0 || kf == 0 || nb < 2)
+    if (dk % W != 0 || kf == 0 || nb < 2)
         return;
     if (dk == jn * W && dk % 64 == 0) {   /* rows of whole lines back to back */
-        if (dmls_nt_joined(W, s, sj, d, kn, jn, scratch)) {
+        if ((uintptr_t)d % (uintptr_t)W == 0 && dmls_nt_joined(W, s, sj, d, kn, jn, scratch)) {
             *kdone = kn;
             *jdone = jn;
         }
