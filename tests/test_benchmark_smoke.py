@@ -360,6 +360,30 @@ def test_compare_builds_checks_both_builds_write_the_same_bytes(tmp_path: Path) 
     assert re.search(r"^1 case: geometric mean ", proc.stdout, re.M), proc.stdout
 
 
+def test_compare_builds_places_the_destination_past_a_page() -> None:
+    # --dst-skew: each case's destination (a gather's out=, a scatter's buffer) that many
+    # bytes past a 4 KiB page, here 4 bytes, off the alignment of merged float32 pairs.
+    proc = _python("""
+        import numpy as np
+        import compare_builds as CB
+        import dmlstride as ds
+
+        for skew in (0, 4, 4095):
+            a = CB.at_page_offset(100, skew)
+            assert a.ctypes.data % 4096 == skew and a.nbytes == 100 and not a.any()
+        builds = {"this": ds, "base": ds}
+        for op in ("gather", "scatter"):
+            case = CB.Case(("float32", (24, 520, 2), (1, 0, 2), op), builds, seed=1, dst_skew=4)
+            assert case.target.ctypes.data % 4096 == 4 and case.same_bytes()
+            assert case.target.any()
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    proc = _compare("--control", "--case", "float32:24x520x2:102:gather", "--dst-skew", "4", "--repeats", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^1 case: geometric mean ", proc.stdout, re.M), proc.stdout
+
+
 def test_compare_builds_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
     (tmp_path / "dmlstride").mkdir()
     (tmp_path / "dmlstride" / "__init__.py").write_text("")
@@ -369,6 +393,7 @@ def test_compare_builds_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
             ((), "give the base build's checkout, or --control"),
             (("--control", "--case", "float32:3x4:2:gather"), "ORDER must list each of the 2 dimensions"),
             (("--control", "--case", "float32:3x4"), "expected DTYPE:SIZES:ORDER:OP"),
-            (("--control", "--mb", "4,2"), "expected 0 < LO <= HI")):
+            (("--control", "--mb", "4,2"), "expected 0 < LO <= HI"),
+            (("--control", "--dst-skew", "4096"), "--dst-skew must be 0-4095 bytes")):
         proc = _compare(*args)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stdout + proc.stderr)
