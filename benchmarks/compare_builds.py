@@ -121,29 +121,25 @@ def load_copy(package: Path, workdir: Path) -> ModuleType:
     return importlib.import_module(COPY_NAME)
 
 
-def at_page_offset(nbytes: int, skew: int) -> np.ndarray:
-    """``nbytes`` zero bytes starting ``skew`` bytes past a 4 KiB page."""
-    raw = np.zeros(nbytes + 8192, np.uint8)
-    start = (-raw.ctypes.data) % 4096 + skew
-    return raw[start:start + nbytes]
-
-
 class Case:
     """One gather or scatter of a layout, set up for both builds on one set of buffers."""
 
     def __init__(self, spec: Spec, builds: dict[str, ModuleType], seed: int, dst_skew: int = 0) -> None:
+        import cases as C  # imported by run.py once the build imported as dmlstride is chosen
         dtype, sizes, order, op = spec
         self.name = case_name(spec)
         descs = {k: m.BufferTensorDesc.from_layout(dtype, sizes, order) for k, m in builds.items()}
         self.bytes = math.prod(sizes) * np.dtype(dtype).itemsize
         rng = np.random.default_rng(seed)
         total = descs["this"].total_tensor_size_in_bytes
-        self.buffer = at_page_offset(total, dst_skew if op == "scatter" else 0)
+        self.buffer = C.placed_bytes(total, dst_skew if op == "scatter" else 0)
+        self.buffer.fill(0)
         self.array = rng.integers(0, 256, size=self.bytes, dtype=np.uint8).view(dtype).reshape(sizes)
         self.fns: dict[str, Callable[[], Any]] = {}
         if op == "gather":
             builds["this"].scatter(self.array, descs["this"], self.buffer)
-            self.target = out = at_page_offset(self.bytes, dst_skew).view(dtype).reshape(sizes)
+            self.target = out = C.placed_bytes(self.bytes, dst_skew).view(dtype).reshape(sizes)
+            out.fill(0)
             for k, m in builds.items():
                 self.fns[k] = lambda m=m, d=descs[k]: m.gather(self.buffer, d, out=out, check_alignment=False)
         else:
