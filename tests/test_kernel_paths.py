@@ -2350,6 +2350,74 @@ def test_block_with_a_group_shorter_than_a_micro_block(sizes, order, op, kn, jn,
         _check_block_case_copies("uint8", f"k{kn}-j{jn}", sizes, order, 0)
 
 
+# uint8 blocks whose K (the source's runs) is 8-15 values, shorter than a
+# micro-block, beside a J of 16 or more: with AVX2 each tile reads its
+# source rows in place, each row's K bytes exactly, in pairs of
+# micro-blocks side by side in j (J of 32 or more a tile: the last pair
+# moved back to end at the tile's edge) or single micro-blocks (tiles of
+# 16-31 columns: the ragged 25 of 153, the 21 of 85, the 38 of 102 ...);
+# without AVX2 through the padded source buffer.  (sizes, layout order,
+# copy that blocks, K, J)
+SHORT_ROW_BLOCKS = ([((11, 7, 9, 17, k), (0, 1, 4, 3, 2), "scatter", k, 153) for k in range(10, 16)] +
+                    [((5, 3, 9, 17, n), (0, 1, 4, 3, 2), "gather", 9, 17 * n) for n in (2, 4, 5, 6, 8)] +
+                    [((13, 7, 15, 6, 7, 4), (1, 3, 4, 2, 5, 0), "gather", 13, 840)])
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("sizes,order,op,kn,jn", SHORT_ROW_BLOCKS,
+                         ids=[f"{c[2]}-k{c[3]}-j{c[4]}" for c in SHORT_ROW_BLOCKS])
+def test_blocks_of_short_source_rows_read_them_in_place(sizes, order, op, kn, jn, level, threads):
+    strided = ds.BufferTensorDesc.from_layout("uint8", sizes, order)
+    packed = ds.BufferTensorDesc("uint8", sizes)
+    s, p = list(strided.effective_strides), list(packed.effective_strides)
+    with _isa_level(level):
+        plan = _plan(sizes, s, p, 1) if op == "gather" else _plan(sizes, p, s, 1)
+        assert plan["mode"] == "block" and not plan["stream"]
+        assert math.prod(n for n, _ in plan["block"]["k"]) == kn
+        assert math.prod(n for n, _ in plan["block"]["j"]) == jn
+        # gather (out= between guard bytes) and scatter (guard bytes past the end), against numpy
+        buf = _random_buffer(strided.total_tensor_size_in_bytes, kn + jn)
+        expect = _numpy_gather(buf, strided)
+        raw = _random_buffer(expect.nbytes + 64, jn)
+        out = raw[32:32 + expect.nbytes].reshape(expect.shape)
+        guards = raw[:32].tobytes(), raw[-32:].tobytes()
+        assert ds.gather(buf, strided, out=out) is out
+        assert out.tobytes() == expect.tobytes() and (raw[:32].tobytes(), raw[-32:].tobytes()) == guards
+        _check_scatter(expect, strided, _random_buffer(strided.total_tensor_size_in_bytes + 64, kn))
+
+
+SHORT_ROW_GUARD_SCRIPT = r"""
+for sizes, order, op in (((11, 7, 9, 17, 15), (0, 1, 4, 3, 2), "scatter"),
+                         ((11, 7, 9, 17, 10), (0, 1, 4, 3, 2), "scatter"),
+                         ((5, 3, 9, 17, 6), (0, 1, 4, 3, 2), "gather"),
+                         ((13, 7, 15, 6, 7, 4), (1, 3, 4, 2, 5, 0), "gather")):
+    strided = ds.BufferTensorDesc.from_layout("uint8", sizes, order)
+    n = int(np.prod(sizes))
+    need = strided.total_tensor_size_in_bytes if op == "gather" else n
+    # The source ends with the last byte before the inaccessible page.
+    view = memoryview(region)[SIZE - need:SIZE]
+    np.frombuffer(view, np.uint8)[:] = np.frombuffer(np.random.default_rng(n).bytes(need), np.uint8)
+    if op == "gather":
+        expect = np.ndarray(sizes, np.uint8, buffer=view, strides=strided.effective_strides).copy()
+        got = ds.gather(view, strided)
+    else:
+        expect = np.frombuffer(view, np.uint8).reshape(sizes).copy()
+        out = np.zeros(strided.total_tensor_size_in_bytes, np.uint8)
+        ds.scatter(np.frombuffer(view, np.uint8).reshape(sizes), strided, out)
+        got = np.ndarray(sizes, np.uint8, buffer=out, strides=strided.effective_strides)
+    assert got.tobytes() == expect.tobytes(), (sizes, op)
+    view.release()
+print("ok")
+"""
+
+
+def test_blocks_of_short_source_rows_read_nothing_past_the_source(tmp_path):
+    # Blocks of short source rows read in place (above) whose source's last
+    # row ends with the last byte before an inaccessible page: a read of 16
+    # bytes from that row would crash.
+    _run_guarded(SHORT_ROW_GUARD_SCRIPT, 4 << 20, tmp_path)
+
+
 # Permutations whose source-fast dimension is 4-7 values of 4 or 8 bytes
 # (source runs of 28 bytes or more; runs of 4 or 8 uint8 or int16 values
 # are values of that width) beside a long destination-fast group: a block

@@ -13,6 +13,7 @@
 
 #if DMLSTRIDE_HAVE_AVX2
 #include <immintrin.h>
+#include <string.h>
 
 #include "micro-avx2.h"
 #include "micro-sse2.h"   /* micro-blocks for a last N columns */
@@ -116,12 +117,58 @@ static AVX2 int64_t pairs_in_order_avx2(const char *const *sr, char *const *dr, 
     return kp;
 }
 
+/* Short source rows of one-byte values (isa.h, block_short): each row's
+   kn bytes (8-15) gathered into a register from two 8-byte loads within
+   the row, one from its start and one ending at its end, the second moved
+   up to its place by a byte shuffle (the bytes where the two meet are the
+   same in both; those from kn on are zero, their transposed rows never
+   stored).  Through the padded source buffer, each row had been two
+   stores, then a load of 16 bytes across both that waited for them to
+   reach the cache. */
+static inline AVX2 __m128i short_row(const char *r, int64_t kn, __m128i up) {
+    const __m128i lo = _mm_loadl_epi64((const __m128i *)(const void *)r);
+    const __m128i hi = _mm_loadl_epi64((const __m128i *)(const void *)(r + kn - 8));
+    return _mm_or_si128(lo, _mm_shuffle_epi8(hi, up));
+}
+static AVX2 int64_t block_short_avx2(const char *const *sr, char *const *dr, int64_t kn, int64_t nj) {
+    int64_t j, i, c;
+    char m[16];
+    __m128i up;
+    if (kn < 8 || kn >= 16 || nj < 16) return 0;
+    for (c = 0; c < 16; c++) m[c] = c >= kn - 8 && c < kn ? (char)(c - (kn - 8)) : (char)0x80;
+    up = _mm_loadu_si128((const __m128i *)(const void *)m);
+    if (nj >= 32) {
+        /* pairs of micro-blocks side by side in j, 32 columns a pair */
+        for (j = 0;; j += 32) {
+            const int64_t jb = j + 32 <= nj ? j : nj - 32;
+            __m256i x[16], y[16];
+            _Pragma("GCC unroll 16") for (i = 0; i < 16; i++)
+                x[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(short_row(sr[jb + i], kn, up)),
+                                               short_row(sr[jb + 16 + i], kn, up), 1);
+            DMLS_STAGES1;
+            for (i = 0; i < kn; i++) _mm256_storeu_si256((__m256i *)(void *)(dr[i] + jb), x[i]);
+            if (jb + 32 >= nj) break;
+        }
+        return nj;
+    }
+    for (j = 0;; j += 16) {
+        const int64_t jb = j + 16 <= nj ? j : nj - 16;
+        __m128i x[16], y[16];
+        _Pragma("GCC unroll 16") for (i = 0; i < 16; i++) x[i] = short_row(sr[jb + i], kn, up);
+        DMLS_T1(x, y);
+        for (i = 0; i < kn; i++) _mm_storeu_si128((__m128i *)(void *)(dr[i] + jb), x[i]);
+        if (jb + 16 >= nj) break;
+    }
+    return nj;
+}
+
 void dmls_transpose_avx2(dmls_isa_t *t);
 
 void dmls_isa_avx2(dmls_isa_t *t) {
     t->level = DMLS_ISA_AVX2;
     t->block_pairs = block_pairs_avx2;
     t->pairs_in_order = pairs_in_order_avx2;
+    t->block_short = block_short_avx2;
     dmls_transpose_avx2(t);
     dmls_fill_avx2(t);
 }

@@ -84,6 +84,10 @@ static int64_t block_pairs_none(int W, const char *const *sr, char *const *dr, i
     (void)W; (void)sr; (void)dr; (void)nk; (void)nj;
     return 0;
 }
+static int64_t block_short_none(const char *const *sr, char *const *dr, int64_t kn, int64_t nj) {
+    (void)sr; (void)dr; (void)kn; (void)nj;
+    return 0;
+}
 static int64_t tile_wide_none(int W, const char *s, int64_t sj, char *d, int64_t dk, int64_t nk, int64_t nj,
                               int64_t *jdone) {
     (void)W; (void)s; (void)sj; (void)d; (void)dk; (void)nk; (void)nj;
@@ -128,6 +132,7 @@ void dmls_isa_generic(dmls_isa_t *t) {
     t->deint_k_64 = deint_k_none;
     t->packed = packed_none;
     t->deint_small = deint_small_none;
+    t->block_short = block_short_none;
 }
 
 int dmls_band_asks_l2 = 0;
@@ -138,7 +143,7 @@ dmls_isa_t dmls_isa = {DMLS_ISA_GENERIC, transpose_none, nt_transpose_none, nt_c
                        stream_copy_plain, fence_none, copy_plain, block_pairs_none,
                        tile_wide_none, tile_wide_none, nt_shifted_none, narrow_none, deint_k_none,
                        int_k_none, deint_k_none, int_k_none, pairs_in_order_none, fill_rows_none, deint_k_none,
-                       deint_k_none, packed_none, deint_small_none};
+                       deint_k_none, packed_none, deint_small_none, block_short_none};
 
 #if DMLSTRIDE_HAVE_SSSE3
 static int cpu_has_ssse3(void) {

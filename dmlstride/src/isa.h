@@ -226,6 +226,13 @@ typedef struct {
        writes the planes' first n values.  Returns n, or 0 (having done
        nothing) for fewer pixels than a step or without a variant. */
     int64_t (*deint_small)(int W, int K, const char *s, char *d, int64_t dk, int64_t n);
+    /* The blocked transpose's tile of short rows of one-byte values
+       (block.c): 8 to 15 bytes (kn) from each source row sr[j], read as
+       those bytes exactly; every destination row dr[k] (k < kn) written
+       at all columns j < nj (nj >= 16; the group of columns past the last
+       whole one moved back to end at nj, its values written twice).
+       Returns nj, or 0 without a variant (having touched nothing). */
+    int64_t (*block_short)(const char *const *sr, char *const *dr, int64_t kn, int64_t nj);
 } dmls_isa_t;
 
 extern dmls_isa_t dmls_isa;
