@@ -5878,8 +5878,9 @@ def test_back_to_back_ragged_rows_with_every_remainder(dtype, stream, threads):
 
 
 @pytest.mark.parametrize("dtype,kn,jn", [(dt, kn, jn) for dt in ("uint8", "int16", "uint32")
-                                          for kn, jn in ((2, 11), (3, 13), (6, 28), (7, 24), (5, 8), (5, 9))
-                                          if np.dtype(dt).itemsize * kn * jn <= (320 if dt == "uint32" else 1024)])
+                                          for kn, jn in ((2, 11), (3, 13), (6, 28), (7, 24), (5, 8), (5, 9), (5, 51))
+                                          if np.dtype(dt).itemsize * kn * jn <= 1024
+                                          and np.dtype(dt).itemsize * kn < _planner.BLOCK_SHORT_K_BYTES])
 @pytest.mark.parametrize("gap", [0, 3])
 @pytest.mark.parametrize("groups", [4, 9, 150])
 @pytest.mark.parametrize("level", [1, 3], ids=["sse2", "best"])
@@ -5889,7 +5890,9 @@ def test_runs_of_tiny_tiles_joined(dtype, kn, jn, gap, groups, level, stream, th
     # task's (the innermost outer dimension, groups long, steps the
     # destination by one row of jn values) while their sources lie apart:
     # runs of such tasks are copied tile after tile into a buffer and
-    # transposed as one tile.  Runs are cut at the buffer's size (150
+    # transposed as one tile (four-byte tiles of up to 320 bytes, or 1 KiB
+    # with 5 values a source row or more; source rows of 28 bytes make a
+    # block instead).  Runs are cut at the buffer's size (150
     # groups of rows take several runs), at a task chunk's end (2 threads)
     # and where the outer dimensions carry.  Source rows of kn values back
     # to back or 3 values apart.  Plans that stream are joined too (rows of

@@ -439,7 +439,8 @@ static inline int packed_tiles(const dmls_plan *p) {
    one tile of the run's jn values per row, which the tile path transposes
    with its kernels for long tiles, writing each destination row once
    over the whole run.  Tiles of at most DMLS_JOIN_TILE_BYTES only (320
-   bytes of four-byte values): larger ones amortise their own overheads.
+   bytes of four-byte values, but see below): larger ones amortise their
+   own overheads.
    In one process on the same buffers, alternating with the tiles one a
    task (2 threads, 7 rounds, an A/A control beside it), through a buffer
    of 8 KiB: 17 unnamed 4-D to 6-D gathers and scatters of 2-20 MB with
@@ -460,10 +461,22 @@ static inline int packed_tiles(const dmls_plan *p) {
    mean (0.79-4.26x, 10 faster; a (11, 2, 57, 5, 133, 38) int16 gather,
    2 x 38 tiles, 3.0 -> 7.0 GB/s); tuned on 12 others, where a 2 x 1220
    uint8 tile (1220-byte rows, streamed at 0.9 of the memcpy limit) ran
-   0.48x joined, hence the bound. */
+   0.48x joined, hence the bound.
+
+   Four-byte values with 5 or more a source row (rows of 20 bytes and
+   more) are joined in tiles of up to DMLS_JOIN_WIDE_ROWS_TILE_BYTES: two
+   builds side by side (2 threads, two passes of 7 repeats), 16 unnamed
+   float32 and uint32 gathers and scatters of 12-68 MB with tiles of 320
+   bytes to 1 KiB ran 0.99x joined, the six with 5-6 values a row
+   1.12-1.86x and the ten with 2-4 0.54-1.29x (0.83x by geometric mean);
+   then, 5-6 values a row only, a fresh 16 of 12-68 MB 1.36x (0.83-2.36x,
+   14 faster) and a fresh 12 of 2.5-13.6 MB, from cache, 1.96x
+   (1.43-2.62x, all faster). */
 #define DMLS_JOIN_BYTES 16384
 #define DMLS_JOIN_TILE_BYTES 4096
 #define DMLS_JOIN_WIDE_TILE_BYTES 320
+#define DMLS_JOIN_WIDE_ROWS_TILE_BYTES 1024
+#define DMLS_JOIN_WIDE_ROWS_MIN 5
 #define DMLS_JOIN_STREAM_ROW_BYTES 512
 typedef char dmls_join_fits[DMLS_JOIN_BYTES <= DMLS_SCRATCH_REGION ? 1 : -1];
 /* The most tasks a run joins (0: the plan's tiles are not joined). */
@@ -476,7 +489,8 @@ static inline int64_t joined_tiles(const dmls_plan *p) {
             p->tile_src_stride != w || p->inner_dst_stride != w || kn < 1 || jn < 1 ||
             w > 4 || dmls_tiny_words4(w, kn, jn) || iss < kn * w || kn * jn * w > DMLS_JOIN_TILE_BYTES ||
             p->outer_dst_stride[last] != jn * w || p->outer_size[last] < 4 ||
-            (w == 4 && kn * jn * w > DMLS_JOIN_WIDE_TILE_BYTES))
+            (w == 4 && kn * jn * w > (kn >= DMLS_JOIN_WIDE_ROWS_MIN ? DMLS_JOIN_WIDE_ROWS_TILE_BYTES
+                                                                     : DMLS_JOIN_WIDE_TILE_BYTES)))
         return 0;
     if (jn > DMLS_JOIN_BYTES / iss) return 0;
     m = DMLS_JOIN_BYTES / (jn * iss);
