@@ -159,6 +159,7 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
     int padk = 0, padj = 0, short_k = 0;
     (void)nt;   /* streaming lines need the SIMD variant */
     (void)br;   /* as do the rows past a streamed tile's last micro-block */
+    (void)short_k;   /* and rows read in place (AVX2) */
 #if DMLSTRIDE_HAVE_SIMD
     if (!nt && dmls_isa.level >= DMLS_ISA_SSE2) {
         /* A side shorter than a micro-block (8-15 one-byte values: a 5-D
