@@ -468,7 +468,7 @@ static inline int packed_tiles(const dmls_plan *p) {
    builds side by side (2 threads, two passes of 7 repeats), 16 unnamed
    float32 and uint32 gathers and scatters of 12-68 MB with tiles of 320
    bytes to 1 KiB ran 0.99x joined, the six with 5-6 values a row
-   1.12-1.86x and the ten with 2-4 0.54-1.29x (0.83x by geometric mean);
+   1.12-1.86x and the ten with 2-4 0.54-1.29x (0.80x by geometric mean);
    then, 5-6 values a row only, a fresh 16 of 12-68 MB 1.36x (0.83-2.36x,
    14 faster) and a fresh 12 of 2.5-13.6 MB, from cache, 1.96x
    (1.43-2.62x, all faster). */
