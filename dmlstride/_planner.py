@@ -73,6 +73,7 @@ L3_BOUNDS = {
     "TILE_STREAM_EIGHTHS_SHORT_ROWS": (3, 2),
     "BLOCK_WHOLE_ONE_RUN_MIN": (0, 4096),
     "SHORT_ROW_FAR_READ_BYTES": (128, 0),
+    "COPY_STREAM_ROWS_EIGHTHS": (6, 10),
 }
 
 
@@ -550,6 +551,19 @@ TILE_L2_FAR_BYTE_MIN_TOTAL = l3_bound("TILE_L2_FAR_BYTE_MIN_TOTAL")
 #: source stays in the L3 across calls, and streaming its stores measured
 #: 0.90-1.07x -> 0.67-0.78x PyTorch (29.6 MB int16 broadcast along H or W).
 COPY_STREAM_EIGHTHS = 10
+#: ... but COPY_STREAM_ROWS_EIGHTHS (24 MiB) with a small L3 where the copy
+#: is rows apart on a side (any outer dimension left after merging: a pitched,
+#: sliced or padded copy, not one run): there each row went out with ordinary
+#: stores, the lines at its ends in part.  On the AMD EPYC (Zen 4, 32 MiB L3),
+#: in one process on the same buffers, the plans alternating in a shuffled
+#: order with an A/A control (2 threads, 11 rounds, 3 calls a sample), 16
+#: unnamed placed copies of 12-20 MB whose plans a bound of 24 MiB changes
+#: ran 1.11x faster streamed, the pitched ones 1.07-2.07x and the packed
+#: ones (one run) 0.81-0.99x, hence the condition on the rows; with it, a
+#: fresh 20 pitched and broadcast copies of 12.5-20.6 MB 1.11x (0.87-2.72x,
+#: 15 faster; the control 1.00x, 0.90-1.24x).  A large L3: 40 MiB, as before
+#: (unmeasured there).
+COPY_STREAM_ROWS_EIGHTHS = l3_bound("COPY_STREAM_ROWS_EIGHTHS")
 
 #: Contiguous copies whose source is read again (a dimension broadcast from
 #: it) never stream rows of at most this many bytes with a small L3: the
@@ -687,7 +701,8 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
     triples, the last the contiguous row, tell the distinct source bytes: a
     dimension broadcast from the source reads the same bytes again).  A copy
     that reads its source again never streams rows of up to
-    BROADCAST_PLAIN_ROW_BYTES."""
+    BROADCAST_PLAIN_ROW_BYTES.  A copy whose rows lie apart (any outer
+    dimension) streams from COPY_STREAM_ROWS_EIGHTHS instead."""
     # Fills (one value along the innermost dimension: a broadcast along W)
     # never stream here (with a large L3 they may: fill_streams).  Ordinary
     # stores, as numpy's and PyTorch's, wrote them faster on a machine with a
@@ -709,7 +724,8 @@ def copy_streams(mode: str, dims: list, dst_bytes: int) -> bool:
         return True
     if mode != "memcpy":
         return False
-    return dst_bytes + dst_bytes // repeats >= stream_min_total * COPY_STREAM_EIGHTHS // 8
+    eighths = COPY_STREAM_ROWS_EIGHTHS if any(n > 1 for n, _, _ in dims[:-1]) else COPY_STREAM_EIGHTHS
+    return dst_bytes + dst_bytes // repeats >= stream_min_total * eighths // 8
 
 
 def block_l2_min_total(width: int = 1) -> int:

@@ -448,6 +448,33 @@ def test_rows_of_a_few_lines_read_as_few_streams_keep_destination_order(op, dtyp
                                         and streams <= _planner.SHORT_ROW_STREAMS)
 
 
+@pytest.mark.parametrize("small_l3", [False, True], ids=["large-l3", "small-l3"])
+def test_copies_of_rows_apart_stream_from_24_mib_with_a_small_l3(monkeypatch, small_l3):
+    # A contiguous copy streams from 40 MiB read and written; one whose rows
+    # lie apart on a side (a pitched copy: an outer dimension left after
+    # merging) from 24 MiB with a small L3.  (size, source stride,
+    # destination stride) triples in bytes; bytes written.
+    monkeypatch.setattr(_planner, "COPY_STREAM_ROWS_EIGHTHS",
+                        _planner.l3_bound("COPY_STREAM_ROWS_EIGHTHS", small_l3=small_l3))
+    total = _planner.stream_min_total
+    for written in (14 << 20, 19 << 20, 20 << 20):
+        rows = written // 4096
+        pitched = [(rows, 4608, 4096), (4096, 1, 1)]
+        packed = [(written, 1, 1)]
+        assert _planner.copy_streams("memcpy", packed, written) == (2 * written >= total * 10 // 8)
+        assert _planner.copy_streams("memcpy", pitched, written) == (
+            2 * written >= total * (6 if small_l3 else 10) // 8)
+    # The plan of such a copy, and its bytes against numpy.
+    desc = ds.BufferTensorDesc("float32", [7 << 8, 2048], strides=[2048 + 96, 1])   # 14 MiB, rows 384 bytes apart
+    _engine._set_stream_min_total(_planner.stream_min_total)   # (plans made before dropped)
+    plan = _planner.plan_copy(list(desc.sizes), list(desc.effective_strides), [2048, 1], 32).main
+    assert plan.mode == "memcpy" and plan.stream == small_l3
+    buf = np.random.default_rng(7).integers(0, 256, desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    expect = np.ndarray(desc.sizes, np.float32, buffer=buf, strides=[s * 4 for s in desc.effective_strides])
+    assert ds.gather(buf, desc).tobytes() == expect.tobytes()
+    _engine._set_stream_min_total(_planner.stream_min_total)
+
+
 @pytest.mark.parametrize("op", ["gather", "scatter"])
 @pytest.mark.parametrize("dtype,outer,streams,last", [
     ("int16", 14, 1693, 391),      # rows of 782 bytes: 1693 streams one way, 14 the other
