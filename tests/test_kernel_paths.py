@@ -139,6 +139,19 @@ def _check_column_major_both_ways(desc, src_seed, dst_seed):
     _check_scatter(np.ascontiguousarray(expect.T), back, _random_buffer(back.total_tensor_size_in_bytes + 64, dst_seed))
 
 
+def _check_gather_out_between_guards(buf, desc, expect, skew, seed, **options):
+    # A gather into an out= array skew bytes past a line, in random bytes
+    # (skew of them before it, 128 - skew after): out holds expect, and every
+    # byte around it stays as it was.
+    room = _at_line_offset(expect.nbytes + 128, 0, seed)
+    before = room.copy()
+    out = np.frombuffer(room, expect.dtype, count=expect.size, offset=skew).reshape(expect.shape)
+    assert ds.gather(buf, desc, out=out, **options) is out
+    assert out.tobytes() == expect.tobytes()
+    assert room[:skew].tobytes() == before[:skew].tobytes()
+    assert room[skew + expect.nbytes:].tobytes() == before[skew + expect.nbytes:].tobytes()
+
+
 def _check_gather_and_scatter(desc, rng):
     # A gather of random bytes against numpy's strided view, and a scatter of
     # random values into random bytes with 16 guard bytes after them
@@ -2378,11 +2391,7 @@ def test_blocks_of_short_source_rows_read_them_in_place(sizes, order, op, kn, jn
         # gather (out= between guard bytes) and scatter (guard bytes past the end), against numpy
         buf = _random_buffer(strided.total_tensor_size_in_bytes, kn + jn)
         expect = _numpy_gather(buf, strided)
-        raw = _random_buffer(expect.nbytes + 64, jn)
-        out = raw[32:32 + expect.nbytes].reshape(expect.shape)
-        guards = raw[:32].tobytes(), raw[-32:].tobytes()
-        assert ds.gather(buf, strided, out=out) is out
-        assert out.tobytes() == expect.tobytes() and (raw[:32].tobytes(), raw[-32:].tobytes()) == guards
+        _check_gather_out_between_guards(buf, strided, expect, 32, jn)
         _check_scatter(expect, strided, _random_buffer(strided.total_tensor_size_in_bytes + 64, kn))
 
 
@@ -3937,13 +3946,7 @@ def test_merged_values_into_a_destination_off_their_alignment(dtype, sizes, orde
         for skew in skews:
             assert skew % width != 0
             if op == "gather":
-                room = _at_line_offset(values.nbytes + 128, 0, skew)
-                out = np.frombuffer(room, dt, count=values.size, offset=skew).reshape(sizes)
-                before = room.copy()
-                assert ds.gather(buf, strided, out=out, check_alignment=False) is out
-                assert out.tobytes() == values.tobytes()
-                assert room[:skew].tobytes() == before[:skew].tobytes()
-                assert room[skew + values.nbytes:].tobytes() == before[skew + values.nbytes:].tobytes()
+                _check_gather_out_between_guards(buf, strided, values, skew, skew, check_alignment=False)
             else:
                 target = _at_line_offset(strided.total_tensor_size_in_bytes + 128, 0, skew + 1)
                 _check_scatter(values, strided, target, offset=skew, check_alignment=False)
