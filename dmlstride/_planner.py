@@ -1531,6 +1531,38 @@ BLOCK_RUN_ON = True
 BLOCK_RUN_ON_MAX_BYTES = 1024
 BLOCK_RUN_ON_MIN_TOTAL = 8 << 20
 
+#: ... unless the innermost outer dimension (destination order) carries on
+#: the block's destination rows (J's values: its destination stride is the
+#: row), and those are shorter than the source rows and than
+#: BLOCK_KEEP_DEST_ROW_BYTES (keeps_destination_run): then each block
+#: writes the bytes right after the last one's, whose lines the last one
+#: left in part.  Run on in the source, a uint8 scatter (74, 29, 54, 18, 28)
+#: whose blocks write 1008 rows of 74 bytes and read 74 rows of 1008 (the
+#: rows' neighbours written 27 blocks later, every line of a row's ends
+#: read for ownership twice) ran at 0.34 of the memcpy limit.  In one
+#: process on the same buffers, alternating in a shuffled order (2 threads,
+#: 7-9 rounds, the old plan against itself as a control: 1.02x and 1.01x),
+#: two fresh sets of 24 unnamed 4-D to 6-D permutations of 8-66 MB whose
+#: plans keeping destination rows of up to 1 KiB changes ran 1.29x and
+#: 1.14x faster by geometric mean (0.92-2.11x and 0.82-1.57x): those with
+#: rows under 512 bytes 0.97-2.11x and 0.82-1.57x (the 0.82x a float16
+#: scatter of 132-byte rows, 0.89x on 15 rounds), those of 512 bytes or more
+#: 1.02x (0.86-1.33x, 13; a dimension of 2 carrying rows of 520-910 bytes
+#: 0.94-1.07x), so they run on as before.  With both bounds, a fresh 24 of
+#: 10-66 MB 1.21x (0.90-2.19x, 17 faster; control 1.02x): uint8 ones 1.35x,
+#: four int16 gathers 0.90-0.93x.  About one draw in 700.
+BLOCK_KEEP_DEST_RUN = True
+BLOCK_KEEP_DEST_ROW_BYTES = 512
+
+
+def keeps_destination_run(outer: list[Dim], row: int, source_row: int) -> bool:
+    """Whether a block plan's ``outer`` (slowest first) keeps its order
+    because the innermost carries on destination rows of ``row`` bytes,
+    shorter than BLOCK_KEEP_DEST_ROW_BYTES and than the ``source_row``
+    bytes run_on_innermost would carry on (see BLOCK_KEEP_DEST_RUN)."""
+    return (BLOCK_KEEP_DEST_RUN and bool(outer) and outer[-1][2] == row
+            and row < min(BLOCK_KEEP_DEST_ROW_BYTES, source_row))
+
 
 def block_source_run(jgroup: list[Dim], ktot: int, width: int) -> int:
     """The bytes of a block's source row: K's run of ``ktot`` values, and
@@ -1745,7 +1777,9 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
         # Written from the L2 buffer, streamed only in BOTH (row by row).
         stream = l2 == 2 and dst_bytes >= transpose_stream_min()
     if BLOCK_RUN_ON and not l2 and not whole:
-        dims = run_on_innermost(dims, block_source_run(jgroup, ktot, width), dst_bytes)
+        source_row = block_source_run(jgroup, ktot, width)
+        if not keeps_destination_run(dims, jtot * width, source_row):
+            dims = run_on_innermost(dims, source_row, dst_bytes)
     seg = jtot if l2 else share
     segments = -(-jtot // seg)
     nxt = (not l2 and not stream and segments == 1 and dst_bytes >= BLOCK_NEXT_MIN_TOTAL

@@ -2666,6 +2666,50 @@ def test_without_the_run_on_rule_blocks_keep_destination_order(dtype, sizes, ord
     check()
 
 
+# ... unless the innermost outer dimension (destination order) carries the
+# blocks' destination rows on, rows shorter than 512 bytes and than the
+# source rows: then that order stays, each block writing on where the last
+# one stopped (the lines it left in part).  (dtype, sizes, layout order, op,
+# destination row bytes, the dimension that carries them on)
+KEEP_DEST_CASES = [
+    ("uint8", (7, 19, 13, 49, 101), (4, 3, 1, 2, 0), "scatter", 133, (13, 94031, 133)),
+    ("uint8", (64, 17, 23, 21, 16), (4, 2, 3, 0, 1), "gather", 368, (21, 25024, 368)),
+]
+
+
+@pytest.mark.parametrize("dtype,sizes,order,op,row,carrier", KEEP_DEST_CASES,
+                         ids=[f"{c[0]}-{c[3]}" for c in KEEP_DEST_CASES])
+def test_the_dimension_that_carries_short_destination_rows_on_stays_innermost(dtype, sizes, order, op, row, carrier,
+                                                                              threads, monkeypatch):
+    plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+    assert plan.mode == "block" and not plan.l2 and not plan.block.whole and plan.dst_bytes >= 8 << 20
+    assert plan.inner[0] * plan.width == row < min(512, _source_row(plan))
+    assert plan.outer[-1] == carrier
+    check()
+    for _ in _planner_setting(monkeypatch, "BLOCK_KEEP_DEST_RUN", False):
+        plan, check = _permutation_plan_and_check(dtype, sizes, order, order, op)
+        assert plan.outer[-1] != carrier and carrier in plan.outer
+        assert plan.outer[-1][1] == _source_row(plan) <= 1024
+        check()
+
+
+def test_destination_rows_of_512_bytes_or_more_let_the_source_rows_run_on(monkeypatch):
+    # A 9.1 MB uint8 gather whose blocks write rows of 635 bytes, carried on
+    # by a dimension of 5, and read rows of 960, carried on by one of 3: the
+    # source's runs innermost; with the bound over the row, the
+    # destination's.
+    sizes, order = (5, 192, 3, 5, 5, 127), (3, 5, 4, 2, 0, 1)
+    dest, source = (5, 1828800, 635), (3, 960, 3175)
+    plan, check = _permutation_plan_and_check("uint8", sizes, order, order, "gather")
+    assert plan.mode == "block" and plan.inner[0] == 635 and _source_row(plan) == 960
+    assert plan.outer == [dest, source]
+    check()
+    for _ in _planner_setting(monkeypatch, "BLOCK_KEEP_DEST_ROW_BYTES", 1024):
+        plan, check = _permutation_plan_and_check("uint8", sizes, order, order, "gather")
+        assert plan.outer == [source, dest]
+        check()
+
+
 def test_source_rows_over_1_kib_keep_destination_order(monkeypatch):
     # A 22 MB float32 gather whose blocks read rows of 1200 bytes (K's 48
     # bytes carried on by J's first dimension), carried on by an outer
