@@ -83,7 +83,8 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
     # from 4 MiB; one-byte ones 9-15 bytes apart and two-byte ones 18-38 from
-    # 8 MiB too), of four- and eight-byte values from 2 MiB; the tests of
+    # 8 MiB too), of four- and eight-byte values from 2 MiB (rows a multiple
+    # of 1 KiB apart too); the tests of
     # such copies under 12 MiB that do not stream (the paths that copies of
     # closer rows, and ones under a raised threshold, still take) pin them
     # with the 12 MiB bound (and the L2 buffers of transposes with source
@@ -92,9 +93,9 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     p = _planner
     names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
              "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_EIGHTHS_SHORT_ROWS", "TILE_STREAM_WIDE_SIXTEENTHS",
-             "TILE_STREAM_WIDE_FAR_SIXTEENTHS")
+             "TILE_STREAM_WIDE_FAR_SIXTEENTHS", "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 2
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 3
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -436,6 +437,35 @@ def test_wide_transposes_from_far_rows_stay_in_cache_to_16_mib_with_a_small_l3(d
         plan = transfer._plan(pixels, "gather").describe()
         assert plan["mode"] == "tile" and plan["stream"]
         _check_column_major_both_ways(desc, k, j)
+
+
+@pytest.mark.parametrize("dtype,k,j,aliased", [("float32", 1024, 2048, True), ("float32", 1536, 2048, True),
+                                               ("uint32", 2560, 1280, True), ("float64", 768, 1536, True),
+                                               ("float32", 1531, 2053, False), ("float64", 1012, 1303, False)],
+                         ids=str)
+def test_wide_transposes_of_aliased_rows_stream_from_8_mib_with_a_small_l3(dtype, k, j, aliased, threads,
+                                                                           monkeypatch):
+    # With a small L3's bounds, four- and eight-byte 2-D transposes of 8-16
+    # MiB whose rows on either side lie a multiple of 1 KiB apart (the
+    # destination's 8 KiB for 1024 x 2048, the source's 6 KiB for 1536 x
+    # 2048) stream (TILE_STREAM_WIDE_ALIASED_SIXTEENTHS); odd sizes of 8-16
+    # MiB stay in cache, and with a large L3's bounds every one streams.
+    # Gather and scatter (guard bytes past the end), against numpy.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    size = desc.total_tensor_size_in_bytes
+    assert 8 << 20 <= size <= 16 << 20
+    for small in (True, False):
+        for name in _planner.L3_BOUNDS:
+            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=small))
+        with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+            for op in ("gather", "scatter"):
+                plan = transfer._plan(desc, op).layout.main
+                assert plan.mode == "tile"
+                rows = (abs(plan.inner[1]), plan.tile[2])
+                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
+                assert plan.stream == (aliased or not small or size >= 16 << 20)
+            if small:
+                _check_column_major_both_ways(desc, k, j)
 
 
 @pytest.mark.parametrize("dtype,sizes,op,in_cache", [("int16", (2, 33, 247, 391), "scatter", True),
