@@ -83,8 +83,8 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # Tile plans of one- and two-byte values whose source rows lie 40 bytes
     # or more apart stream from 8 MiB (one-byte ones more than 1 KiB apart
     # from 4 MiB; one-byte ones 9-15 bytes apart and two-byte ones 18-38 from
-    # 8 MiB too), of four- and eight-byte values from 2 MiB (rows a multiple
-    # of 1 KiB apart too); the tests of
+    # 8 MiB too), of four- and eight-byte values from 2 MiB (with a small L3,
+    # those whose rows lie a multiple of 1 KiB apart from 4 or 8 MiB); the tests of
     # such copies under 12 MiB that do not stream (the paths that copies of
     # closer rows, and ones under a raised threshold, still take) pin them
     # with the 12 MiB bound (and the L2 buffers of transposes with source
@@ -93,9 +93,10 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     p = _planner
     names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
              "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_EIGHTHS_SHORT_ROWS", "TILE_STREAM_WIDE_SIXTEENTHS",
-             "TILE_STREAM_WIDE_FAR_SIXTEENTHS", "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS")
+             "TILE_STREAM_WIDE_FAR_SIXTEENTHS", "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS",
+             "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 3
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 4
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:
@@ -391,7 +392,7 @@ def test_byte_transposes_of_4_to_8_mib_stream(k, j, l2, threads):
     _check_column_major_both_ways(desc, k, j)
 
 
-@pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2048), ("uint8", 3001, 3003),
+@pytest.mark.parametrize("dtype,k,j", [("uint8", 2053, 2053), ("uint8", 2900, 2051), ("uint8", 3001, 3003),
                                        ("uint8", 2439, 4691), ("float32", 1001, 1503),
                                        ("float64", 1040, 1031), ("uint32", 1455, 1655), ("int16", 2203, 2017),
                                        ("float16", 2995, 2569), ("uint16", 2051, 2049)], ids=str)
@@ -466,6 +467,34 @@ def test_wide_transposes_of_aliased_rows_stream_from_8_mib_with_a_small_l3(dtype
                 assert plan.stream == (aliased or not small or size >= 16 << 20)
             if small:
                 _check_column_major_both_ways(desc, k, j)
+
+
+@pytest.mark.parametrize("dtype,k,j,aliased", [("uint8", 2048, 3072, True), ("float16", 1536, 2048, True),
+                                               ("int16", 3072, 1280, True), ("uint8", 2501, 2003, False),
+                                               ("float16", 1531, 2053, False)], ids=str)
+def test_narrow_transposes_of_aliased_rows_stream_from_4_mib_with_a_small_l3(dtype, k, j, aliased, threads,
+                                                                             monkeypatch):
+    # With a small L3's bounds, one- and two-byte 2-D transposes of 4-8 MiB
+    # whose rows on either side lie a multiple of 1 KiB apart stream
+    # (TILE_STREAM_NARROW_ALIASED_SIXTEENTHS); odd sizes keep their own
+    # bounds (from cache there), as every one does with a large L3's.
+    # Gather and scatter (guard bytes past the end), against numpy.
+    desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
+    size = desc.total_tensor_size_in_bytes
+    assert 4 << 20 <= size < 8 << 20
+    for small in (True, False):
+        for name in _planner.L3_BOUNDS:
+            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=small))
+        with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+            for op in ("gather", "scatter"):
+                plan = transfer._plan(desc, op).layout.main
+                assert plan.mode == "tile"
+                rows = (abs(plan.inner[1]), plan.tile[2])
+                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
+                own = size >= _planner.narrow_tile_stream_min(plan.width, rows[0])
+                assert plan.stream == ((aliased or own) if small else own)
+                assert not own or not small
+            _check_column_major_both_ways(desc, k, j)
 
 
 @pytest.mark.parametrize("dtype,sizes,op,in_cache", [("int16", (2, 33, 247, 391), "scatter", True),
