@@ -440,6 +440,27 @@ def test_wide_transposes_from_far_rows_stay_in_cache_to_16_mib_with_a_small_l3(d
         _check_column_major_both_ways(desc, k, j)
 
 
+def _check_transposes_under_both_l3s(desc, aliased, monkeypatch, streams, copy_with_large_l3):
+    # A 2-D transpose's gather and scatter planned with a small L3's bounds,
+    # then a large one's (the plans held dropped in between): tiles whose
+    # rows alias (aliased_tile_rows: a multiple of 1 KiB apart on either
+    # side) as ``aliased`` says, streaming as streams(small, plan, rows) says;
+    # the copies against numpy with the small L3's plans (and the large's).
+    k, j = desc.sizes
+    for small in (True, False):
+        for name in _planner.L3_BOUNDS:
+            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=small))
+        with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
+            for op in ("gather", "scatter"):
+                plan = transfer._plan(desc, op).layout.main
+                assert plan.mode == "tile"
+                rows = (abs(plan.inner[1]), plan.tile[2])
+                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
+                assert plan.stream == streams(small, plan, rows)
+            if small or copy_with_large_l3:
+                _check_column_major_both_ways(desc, k, j)
+
+
 @pytest.mark.parametrize("dtype,k,j,aliased", [("float32", 1024, 2048, True), ("float32", 1536, 2048, True),
                                                ("uint32", 2560, 1280, True), ("float64", 768, 1536, True),
                                                ("float32", 1531, 2053, False), ("float64", 1012, 1303, False)],
@@ -455,18 +476,8 @@ def test_wide_transposes_of_aliased_rows_stream_from_8_mib_with_a_small_l3(dtype
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     size = desc.total_tensor_size_in_bytes
     assert 8 << 20 <= size <= 16 << 20
-    for small in (True, False):
-        for name in _planner.L3_BOUNDS:
-            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=small))
-        with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
-            for op in ("gather", "scatter"):
-                plan = transfer._plan(desc, op).layout.main
-                assert plan.mode == "tile"
-                rows = (abs(plan.inner[1]), plan.tile[2])
-                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
-                assert plan.stream == (aliased or not small or size >= 16 << 20)
-            if small:
-                _check_column_major_both_ways(desc, k, j)
+    _check_transposes_under_both_l3s(desc, aliased, monkeypatch,
+                                     lambda small, plan, rows: aliased or not small or size >= 16 << 20, False)
 
 
 @pytest.mark.parametrize("dtype,k,j,aliased", [("uint8", 2048, 3072, True), ("float16", 1536, 2048, True),
@@ -482,19 +493,13 @@ def test_narrow_transposes_of_aliased_rows_stream_from_4_mib_with_a_small_l3(dty
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     size = desc.total_tensor_size_in_bytes
     assert 4 << 20 <= size < 8 << 20
-    for small in (True, False):
-        for name in _planner.L3_BOUNDS:
-            monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=small))
-        with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
-            for op in ("gather", "scatter"):
-                plan = transfer._plan(desc, op).layout.main
-                assert plan.mode == "tile"
-                rows = (abs(plan.inner[1]), plan.tile[2])
-                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
-                own = size >= _planner.narrow_tile_stream_min(plan.width, rows[0])
-                assert plan.stream == ((aliased or own) if small else own)
-                assert not own or not small
-            _check_column_major_both_ways(desc, k, j)
+
+    def streams(small, plan, rows):
+        own = size >= _planner.narrow_tile_stream_min(plan.width, rows[0])
+        assert not (own and small)
+        return (aliased or own) if small else own
+
+    _check_transposes_under_both_l3s(desc, aliased, monkeypatch, streams, True)
 
 
 @pytest.mark.parametrize("dtype,sizes,op,in_cache", [("int16", (2, 33, 247, 391), "scatter", True),
