@@ -75,7 +75,7 @@ L3_BOUNDS = {
     "SHORT_ROW_FAR_READ_BYTES": (128, 0),
     "COPY_STREAM_ROWS_EIGHTHS": (6, 10),
     "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS": (4, 1),
-    "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS": (2, 16),
+    "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS": (4, 16),
 }
 
 
@@ -517,33 +517,38 @@ TILE_STREAM_WIDE_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_SIXTEENTHS")
 #: 32.8 GB/s) and NHWC to NCHW gathers, whose pixels lie close, 0.95x (12,
 #: 0.80-1.25x), which keep 12 MiB.
 TILE_STREAM_WIDE_FAR_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_FAR_SIXTEENTHS")
-#: ... but those whose rows on either side lie a multiple of
-#: TILE_ALIASED_ROW_BYTES apart (a band of 64 rows puts 16 or more lines in
-#: one L1 set: 2-D transposes and NCHW/NHWC conversions of power-of-two
-#: dimensions) from 8 MiB there (four sixteenths; aliased_tile_rows): the
-#: cached tile read a float32 1536 x 2048 gather at 0.43 of the memcpy limit,
-#: a 3072 x 1024 scatter at 0.40.  In one process on the same buffers, the
-#: two plans alternating (2 threads, 7 rounds, the old plan against itself
-#: as a control: 0.99x), 27 such four- and eight-byte transposes and
-#: conversions of 8-16 MB ran 1.31x faster by geometric mean (0.90-1.99x, 23
-#: faster; float64 2 x 48 x 112 x 128 to NCHW 12.1 -> 24.1 GB/s), a fresh 41
-#: 1.25x (0.90-1.82x, 33 faster; control 1.02x).  From 4 MiB, 28 such of 4-8
-#: MB measured 0.90x (0.64-1.63x); unnamed (odd-sized) ones of 8-16 MB, whose
-#: rows alias none, 0.89x from 8 MiB (20, 0.61-1.18x): both keep their bounds.
+#: ... but those whose rows crowd L1's sets (aliased_tile_rows: a band of up
+#: to 64 rows puts TILE_ALIASED_SET_ROWS or more in one set, rows a multiple
+#: of 1 KiB apart; source rows only where there are TILE_ALIASED_SOURCE_ROWS
+#: or more: 2-D transposes and NCHW/NHWC conversions of power-of-two
+#: dimensions) from 8 MiB there (four sixteenths): the cached tile read a
+#: float32 1536 x 2048 gather at 0.43 of the memcpy limit, a 3072 x 1024
+#: scatter at 0.40.  Timed as the benchmarks time (samples of about ten
+#: back-to-back calls, which find their buffers in the L3 when they fit),
+#: the two plans alternating in one process on the same buffers (2 threads,
+#: 5 rounds, the old plan against itself as a control: 1.02x), 68 such
+#: four- and eight-byte copies of 8-16 MB ran 1.24x faster by geometric mean
+#: (0.74-2.06x; 8-12 MB 1.13x, 12-16 MB 1.45x).  The rows' counts come from
+#: a human-picked set of 47 whose plans an earlier form changed (1.06x): NCHW
+#: to NHWC scatters of 8-32 channels, the planes their source rows, ran
+#: 0.52-0.84x streamed, 128 or more 1.09-1.74x.  With them and the bound
+#: below, a fresh 56 of 8-16 MB (2-D, NCHW/NHWC, 5-D; one- to eight-byte)
+#: 1.17x (0.55-1.96x, 39 faster; control 1.00x; four- and eight-byte ones
+#: 1.17x, one- and two-byte 1.18x; a float64 256 x 4096 gather 0.55x).
+#: Odd-sized ones of 8-16 MB, whose rows alias none, measured 0.89x from 8
+#: MiB (20, 0.61-1.18x) and keep their bounds.
 TILE_STREAM_WIDE_ALIASED_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_ALIASED_SIXTEENTHS")
-TILE_ALIASED_ROW_BYTES = 1024
-#: One- and two-byte tiles whose rows so alias stream from 4 MiB there (two
-#: sixteenths; with a large L3 their own bounds, all under the 32 MiB of
-#: sixteen): from cache or through the L2 buffers (up to 8-16 MiB) the
-#: float16 3072 x 2048 scatter read 0.42 of the memcpy limit, a 1 x 16 x 512
-#: x 512 NHWC to NCHW gather 0.51, and 17 of 30 such transposes and
-#: conversions of 4-16 MB under 0.6.  In one process on the same buffers,
-#: the two plans alternating (2 threads, 5 and 7 rounds, the old plan
-#: against itself as a control: 1.03x, 1.04x), 24 of those 30 whose plans
-#: this changes ran 1.32x faster by geometric mean (0.84-2.29x, 20 faster;
-#: from 8 MiB 1.12x), a fresh 27 1.36x (0.93-2.08x, 23 faster; float16 2 x
-#: 128 x 128 x 128 to NHWC 9.4 -> 19.5 GB/s); 28 of 2-4 MB from 2 MiB
-#: 0.94x (0.42-1.86x).
+TILE_ALIASED_SET_ROWS = 16
+TILE_ALIASED_SOURCE_ROWS = 128
+#: One- and two-byte tiles whose rows so crowd L1's sets stream from 8 MiB
+#: there too (with a large L3 their own bounds, all under the 32 MiB of
+#: sixteen sixteenths): from cache or through the L2 buffers (up to 12-16
+#: MiB) the float16 3072 x 2048 scatter read 0.42 of the memcpy limit and a
+#: 1 x 16 x 512 x 512 NHWC to NCHW gather 0.51.  Timed as above, 51 such of
+#: 4-16 MB ran 1.14x faster (0.66-1.98x): those of 8-16 MB 1.46x, of 6-8 MB
+#: 1.11x and of 4-6 MB 0.94x; a fresh 11 of 6-8 MB with the rows' counts
+#: 0.79x, so from 8 MiB.  (Samples of three calls, from colder caches, had
+#: measured 1.32x and 1.36x from 4 MiB.)
 TILE_STREAM_NARROW_ALIASED_SIXTEENTHS = l3_bound("TILE_STREAM_NARROW_ALIASED_SIXTEENTHS")
 TILE_L2_WIDE_MIN_TOTAL = l3_bound("TILE_L2_WIDE_MIN_TOTAL")
 #: One-byte tile plans whose source rows lie more than CLOSE_ROW_BYTES apart
@@ -680,14 +685,14 @@ def transpose_stream_min() -> int:
     return stream_min_total * TRANSPOSE_STREAM_EIGHTHS // 8
 
 
-def tile_stream_min(width: int, row_stride: int, dst_row_stride: int = 0) -> int:
+def tile_stream_min(width: int, row_stride: int, aliased: bool = False) -> int:
     """Tile plans of values of width bytes whose source rows lie row_stride
-    bytes apart (and destination rows ``dst_row_stride``, where known) use
-    streaming stores from this many bytes."""
+    bytes apart (and whose rows crowd L1's sets where ``aliased``:
+    aliased_tile_rows) use streaming stores from this many bytes."""
     if width >= 4:
-        return wide_tile_stream_min(row_stride, dst_row_stride)
+        return wide_tile_stream_min(row_stride, aliased)
     nbytes = narrow_tile_stream_min(width, row_stride)
-    if width <= 2 and aliased_tile_rows(row_stride, dst_row_stride):
+    if width <= 2 and aliased:
         nbytes = min(nbytes, stream_min_total * TILE_STREAM_NARROW_ALIASED_SIXTEENTHS // 16)
     return nbytes
 
@@ -706,23 +711,29 @@ def narrow_tile_stream_min(width: int, row_stride: int) -> int:
     return transpose_stream_min()
 
 
-def wide_tile_stream_min(row_stride: int = 0, dst_row_stride: int = 0) -> int:
+def wide_tile_stream_min(row_stride: int = 0, aliased: bool = False) -> int:
     """Tile plans of four- and eight-byte values whose source rows lie
-    row_stride bytes apart (destination rows ``dst_row_stride``) stream from
-    this many bytes (see TILE_STREAM_WIDE_SIXTEENTHS,
+    row_stride bytes apart (rows crowding L1's sets where ``aliased``)
+    stream from this many bytes (see TILE_STREAM_WIDE_SIXTEENTHS,
     TILE_STREAM_WIDE_FAR_SIXTEENTHS and TILE_STREAM_WIDE_ALIASED_SIXTEENTHS)."""
     far = row_stride > CLOSE_ROW_BYTES
     sixteenths = TILE_STREAM_WIDE_FAR_SIXTEENTHS if far else TILE_STREAM_WIDE_SIXTEENTHS
-    if aliased_tile_rows(row_stride, dst_row_stride):
+    if aliased:
         sixteenths = min(sixteenths, TILE_STREAM_WIDE_ALIASED_SIXTEENTHS)
     return stream_min_total * sixteenths // 16
 
 
-def aliased_tile_rows(*row_strides: int) -> bool:
-    """Whether rows ``row_strides`` bytes apart (any of them, 0 for none)
-    lie a multiple of TILE_ALIASED_ROW_BYTES apart (modulo 4 KiB): see
-    TILE_STREAM_WIDE_ALIASED_SIXTEENTHS."""
-    return any(r > 0 and math.gcd(r, 4096) >= TILE_ALIASED_ROW_BYTES for r in row_strides)
+def aliased_tile_rows(source_rows: int, source_stride: int, dest_rows: int, dest_stride: int) -> bool:
+    """Whether a tile plan's rows crowd L1's sets (see
+    TILE_STREAM_WIDE_ALIASED_SIXTEENTHS): ``source_rows`` source rows
+    ``source_stride`` bytes apart, or ``dest_rows`` destination rows
+    ``dest_stride`` apart, of which a band of at most 64 puts
+    TILE_ALIASED_SET_ROWS or more in one set (rows a multiple of 1 KiB apart,
+    modulo 4 KiB); source rows only where there are TILE_ALIASED_SOURCE_ROWS
+    or more."""
+    def crowd(rows: int, stride: int) -> bool:
+        return stride != 0 and min(rows, 64) * math.gcd(abs(stride), 4096) // 4096 >= TILE_ALIASED_SET_ROWS
+    return (source_rows >= TILE_ALIASED_SOURCE_ROWS and crowd(source_rows, source_stride)) or crowd(dest_rows, dest_stride)
 
 
 #: Fills (one value repeated along each row: a broadcast along W) stream
@@ -2430,7 +2441,8 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
                       tile=tile, dst_bytes=count * width)
     plan.stream = (copy_stream
                    or mode == "fill" and fill_streams(inner_n, inner_ds, width, plan.dst_bytes)
-                   or mode == "tile" and plan.dst_bytes >= tile_stream_min(width, abs(inner_ss), abs(tile[2]))
+                   or mode == "tile" and plan.dst_bytes >= tile_stream_min(
+                       width, abs(inner_ss), aliased_tile_rows(inner_n, inner_ss, tile[0], tile[2]))
                    and not keeps_aliased_rows(tile)
                    or mode == "interleave" and not small_interleave(inner_n, tile[0], width)
                    and interleave_streams(plan))

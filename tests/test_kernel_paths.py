@@ -443,9 +443,10 @@ def test_wide_transposes_from_far_rows_stay_in_cache_to_16_mib_with_a_small_l3(d
 def _check_transposes_under_both_l3s(desc, aliased, monkeypatch, streams, copy_with_large_l3):
     # A 2-D transpose's gather and scatter planned with a small L3's bounds,
     # then a large one's (the plans held dropped in between): tiles whose
-    # rows alias (aliased_tile_rows: a multiple of 1 KiB apart on either
-    # side) as ``aliased`` says, streaming as streams(small, plan, rows) says;
-    # the copies against numpy with the small L3's plans (and the large's).
+    # rows crowd L1's sets (aliased_tile_rows: 128 or more source rows, or 64
+    # or more destination rows, a multiple of 1 KiB apart) as ``aliased``
+    # says, streaming as streams(small, plan, rows) says; the copies against
+    # numpy with the small L3's plans (and the large's).
     k, j = desc.sizes
     for small in (True, False):
         for name in _planner.L3_BOUNDS:
@@ -455,7 +456,9 @@ def _check_transposes_under_both_l3s(desc, aliased, monkeypatch, streams, copy_w
                 plan = transfer._plan(desc, op).layout.main
                 assert plan.mode == "tile"
                 rows = (abs(plan.inner[1]), plan.tile[2])
-                assert _planner.aliased_tile_rows(*rows) == aliased == any(r % 1024 == 0 for r in rows)
+                assert min(plan.inner[0], plan.tile[0]) >= 128
+                assert _planner.aliased_tile_rows(plan.inner[0], plan.inner[1], plan.tile[0], plan.tile[2]) \
+                    == aliased == any(r % 1024 == 0 for r in rows)
                 assert plan.stream == streams(small, plan, rows)
             if small or copy_with_large_l3:
                 _check_column_major_both_ways(desc, k, j)
@@ -480,19 +483,19 @@ def test_wide_transposes_of_aliased_rows_stream_from_8_mib_with_a_small_l3(dtype
                                      lambda small, plan, rows: aliased or not small or size >= 16 << 20, False)
 
 
-@pytest.mark.parametrize("dtype,k,j,aliased", [("uint8", 2048, 3072, True), ("float16", 1536, 2048, True),
-                                               ("int16", 3072, 1280, True), ("uint8", 2501, 2003, False),
-                                               ("float16", 1531, 2053, False)], ids=str)
-def test_narrow_transposes_of_aliased_rows_stream_from_4_mib_with_a_small_l3(dtype, k, j, aliased, threads,
+@pytest.mark.parametrize("dtype,k,j,aliased", [("uint8", 2048, 5120, True), ("float16", 2048, 2560, True),
+                                               ("int16", 3072, 1536, True), ("uint8", 3001, 3203, False),
+                                               ("float16", 2203, 2501, False)], ids=str)
+def test_narrow_transposes_of_aliased_rows_stream_from_8_mib_with_a_small_l3(dtype, k, j, aliased, threads,
                                                                              monkeypatch):
-    # With a small L3's bounds, one- and two-byte 2-D transposes of 4-8 MiB
+    # With a small L3's bounds, one- and two-byte 2-D transposes of 8-12 MiB
     # whose rows on either side lie a multiple of 1 KiB apart stream
     # (TILE_STREAM_NARROW_ALIASED_SIXTEENTHS); odd sizes keep their own
     # bounds (from cache there), as every one does with a large L3's.
     # Gather and scatter (guard bytes past the end), against numpy.
     desc = ds.BufferTensorDesc(dtype, [k, j], strides=[1, k])
     size = desc.total_tensor_size_in_bytes
-    assert 4 << 20 <= size < 8 << 20
+    assert 8 << 20 <= size < 12 << 20
 
     def streams(small, plan, rows):
         own = size >= _planner.narrow_tile_stream_min(plan.width, rows[0])

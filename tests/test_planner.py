@@ -1507,3 +1507,17 @@ def test_runs_whose_tile_reads_long_source_rows_keep_the_run_tile():
     plan = _main_plan("float16", (173, 129, 9), (1, 0, 2), "gather")
     assert plan.mode == "tile" and plan.width == 18
     assert plan.tile[0] * 18 >= _planner.RUN_BLOCK_TILE_BYTES
+
+
+def test_aliased_tile_rows_count_the_rows_a_band_puts_in_one_l1_set():
+    # Rows a band of up to 64 puts 16 or more to an L1 set (4 KiB period);
+    # source rows only where there are 128 or more (an NCHW to NHWC copy of
+    # 32 or 64 channels of 256 x 256 planes is not aliased: it keeps its
+    # bounds), destination rows from as few as 16 (4 KiB apart).
+    aliased = _planner.aliased_tile_rows
+    assert aliased(128, 65536, 4096, 128) and aliased(256, -4096, 8, 0)
+    assert not aliased(64, 65536, 4096, 128) and not aliased(32, 262144, 16384, 32)
+    assert not aliased(4096, 512, 4096, 256)            # 8 of 64 rows to a set, either side
+    assert aliased(4096, 256, 64, 1024) and not aliased(4096, 256, 64, 512)
+    assert aliased(4096, 256, 16, 4096) and not aliased(4096, 256, 8, 4096)
+    assert not aliased(4096, 0, 4096, 0)                # broadcast rows
