@@ -723,17 +723,15 @@ def wide_tile_stream_min(row_stride: int = 0, aliased: bool = False) -> int:
     return stream_min_total * sixteenths // 16
 
 
-def aliased_tile_rows(source_rows: int, source_stride: int, dest_rows: int, dest_stride: int) -> bool:
+def aliased_tile_rows(inner: Dim, tile: Dim) -> bool:
     """Whether a tile plan's rows crowd L1's sets (see
-    TILE_STREAM_WIDE_ALIASED_SIXTEENTHS): ``source_rows`` source rows
-    ``source_stride`` bytes apart, or ``dest_rows`` destination rows
-    ``dest_stride`` apart, of which a band of at most 64 puts
-    TILE_ALIASED_SET_ROWS or more in one set (rows a multiple of 1 KiB apart,
-    modulo 4 KiB); source rows only where there are TILE_ALIASED_SOURCE_ROWS
-    or more."""
-    def crowd(rows: int, stride: int) -> bool:
-        return stride != 0 and min(rows, 64) * math.gcd(abs(stride), 4096) // 4096 >= TILE_ALIASED_SET_ROWS
-    return (source_rows >= TILE_ALIASED_SOURCE_ROWS and crowd(source_rows, source_stride)) or crowd(dest_rows, dest_stride)
+    TILE_STREAM_WIDE_ALIASED_SIXTEENTHS): its source rows (``inner``, where
+    there are TILE_ALIASED_SOURCE_ROWS or more) or its destination rows
+    (``tile``), of which a band of at most 64 puts TILE_ALIASED_SET_ROWS or
+    more in one set (rows_per_l1_set: a multiple of 1 KiB apart)."""
+    def crowd(rows: Dim, side: int) -> bool:
+        return rows[side] != 0 and rows_per_l1_set([rows], side, min(rows[0], 64)) >= TILE_ALIASED_SET_ROWS
+    return (inner[0] >= TILE_ALIASED_SOURCE_ROWS and crowd(inner, 1)) or crowd(tile, 2)
 
 
 #: Fills (one value repeated along each row: a broadcast along W) stream
@@ -2442,7 +2440,7 @@ def plan_bytes(sizes, src, dst, width: int) -> KernelPlan:
     plan.stream = (copy_stream
                    or mode == "fill" and fill_streams(inner_n, inner_ds, width, plan.dst_bytes)
                    or mode == "tile" and plan.dst_bytes >= tile_stream_min(
-                       width, abs(inner_ss), aliased_tile_rows(inner_n, inner_ss, tile[0], tile[2]))
+                       width, abs(inner_ss), aliased_tile_rows((inner_n, inner_ss, inner_ds), tile))
                    and not keeps_aliased_rows(tile)
                    or mode == "interleave" and not small_interleave(inner_n, tile[0], width)
                    and interleave_streams(plan))

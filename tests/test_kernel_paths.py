@@ -457,8 +457,7 @@ def _check_transposes_under_both_l3s(desc, aliased, monkeypatch, streams, copy_w
                 assert plan.mode == "tile"
                 rows = (abs(plan.inner[1]), plan.tile[2])
                 assert min(plan.inner[0], plan.tile[0]) >= 128
-                assert _planner.aliased_tile_rows(plan.inner[0], plan.inner[1], plan.tile[0], plan.tile[2]) \
-                    == aliased == any(r % 1024 == 0 for r in rows)
+                assert _planner.aliased_tile_rows(plan.inner, plan.tile) == aliased == any(r % 1024 == 0 for r in rows)
                 assert plan.stream == streams(small, plan, rows)
             if small or copy_with_large_l3:
                 _check_column_major_both_ways(desc, k, j)

@@ -1514,7 +1514,8 @@ def test_aliased_tile_rows_count_the_rows_a_band_puts_in_one_l1_set():
     # source rows only where there are 128 or more (an NCHW to NHWC copy of
     # 32 or 64 channels of 256 x 256 planes is not aliased: it keeps its
     # bounds), destination rows from as few as 16 (4 KiB apart).
-    aliased = _planner.aliased_tile_rows
+    def aliased(source_rows, source_stride, dest_rows, dest_stride):
+        return _planner.aliased_tile_rows((source_rows, source_stride, 1), (dest_rows, 1, dest_stride))
     assert aliased(128, 65536, 4096, 128) and aliased(256, -4096, 8, 0)
     assert not aliased(64, 65536, 4096, 128) and not aliased(32, 262144, 16384, 32)
     assert not aliased(4096, 512, 4096, 256)            # 8 of 64 rows to a set, either side
