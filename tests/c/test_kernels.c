@@ -292,6 +292,64 @@ static void test_packed_tiles(void) {
 }
 
 /* ---- element kernels: strided, fill, (de)interleave ---- */
+/* The vector de-interleaves, each run and then the pixels it took (its
+   return) overwritten with MARK: the scalar loop after them must take only
+   the pixels past those (taken), never do the vector kernel's again. */
+#define MARK 0x5a
+static dmls_isa_t real_isa;
+static int64_t taken;
+static int64_t marked(int64_t r, int K, int W, char *d0, int64_t dk) {
+    int k;
+    if (r <= 0) return r;
+    for (k = 0; k < K; k++) memset(d0 + k * dk, MARK, (size_t)(r * W));
+    taken = r;
+    return r;
+}
+static int64_t mark3_u8(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+    return marked(real_isa.deint3_u8(s, d0, d1, d2, n), 3, 1, d0, d1 - d0);
+}
+static int64_t mark3_32(const char *s, char *d0, char *d1, char *d2, int64_t n) {
+    return marked(real_isa.deint3_32(s, d0, d1, d2, n), 3, 4, d0, d1 - d0);
+}
+static int64_t mark_k_16(const char *s, int64_t sj, char *d, int64_t dk, int K, int64_t n) {
+    return marked(real_isa.deint_k_16(s, sj, d, dk, K, n), K, 2, d, dk);
+}
+static int64_t mark_small(int W, int K, const char *s, char *d, int64_t dk, int64_t n) {
+    return marked(real_isa.deint_small(W, K, s, d, dk, n), K, W, d, dk);
+}
+
+/* Every width and 2-4 channels: the planes hold MARK where a vector kernel
+   took the pixels, the source's values past them. */
+static void test_deinterleave_keeps_the_vector_pixels(void) {
+    int wi, kn, k;
+    real_isa = dmls_isa;
+    dmls_isa.deint3_u8 = mark3_u8;
+    dmls_isa.deint3_32 = mark3_32;
+    dmls_isa.deint_k_16 = mark_k_16;
+    dmls_isa.deint_small = mark_small;
+    for (wi = 0; wi < 4; wi++)
+        for (kn = 2; kn <= 4; kn++) {
+            const int W = widths[wi];
+            const int64_t n = 203, dk = n * W + 16;
+            int64_t nn[2] = {kn, n}, ss[2] = {W, kn * W}, ds[2] = {dk, W}, j;
+            int ok = 1;
+            bufs b;
+            bufs_new(&b, (size_t)(kn * n * W), (size_t)(kn * dk));
+            taken = 0;
+            DMLS_BY_WIDTH(W, dmls_deinterleave_, ((char *)b.src, (char *)b.dst, kn, dk, n));
+            ref_copy(2, nn, ss, ds, W, (char *)b.src, (char *)b.want);
+            for (k = 0; k < kn; k++)
+                for (j = 0; j < n * W; j++)
+                    if (j < taken * W ? b.dst[k * dk + j] != MARK : b.dst[k * dk + j] != b.want[k * dk + j])
+                        ok = 0;
+            CHECK(ok, "de-interleave W=%d kn=%d: the %lld pixels a vector kernel took done again", W, kn,
+                  (long long)taken);
+            bufs_free(&b);
+        }
+    dmls_isa = real_isa;
+}
+#undef MARK
+
 static void test_elements(void) {
     int wi, kn, off;
     for (wi = 0; wi < 4; wi++)
@@ -803,6 +861,7 @@ int main(void) {
         test_transpose();
         test_run_tile();
         test_elements();
+        test_deinterleave_keeps_the_vector_pixels();
         test_copy();
         test_copy_near_source();
         test_nibbles();
