@@ -7064,12 +7064,27 @@ def _check_pixels_scattered(dtype, sizes, skew):
                        check_alignment=False)
 
 
-# Pixels of 512 or 1024 bytes (at most 512 values) go through the
-# contiguous tile wherever the destination starts, line-aligned or not
-# (one-byte pixels of 1024 values keep the line-aligned bands); its bands of
-# under 256 bytes of each plane ask for the band that far on.  Streamed, on
-# 1 and 2 threads, against numpy, guard bytes around.
-@pytest.mark.parametrize("dtype,channels", [("uint8", 512), ("uint8", 1024), ("int16", 256), ("int16", 512),
+# One-byte pixels of whole lines (128-1024 channels) into a destination off
+# a line boundary take the joined lines too, each plane's line read into
+# scratch a line at a time, planes a multiple of 1 KiB apart or not; pixels
+# of 512 bytes take the line-aligned bands where the destination starts on a
+# line and the joined lines where it does not, not the contiguous tile.
+# Planes at most 1 KiB apart (20 x 23 values) keep the bands off a line
+# boundary.  Every skew a line can have, streamed, on 1 and 2 threads,
+# against numpy, guard bytes around.
+@pytest.mark.parametrize("channels", [128, 192, 512, 640, 1024])
+@pytest.mark.parametrize("plane", [(32, 64), (29, 71), (20, 23)], ids=str)
+@pytest.mark.parametrize("skew", [0, 1, 16, 33, 63])
+def test_one_byte_pixels_of_whole_lines_off_a_line(channels, plane, skew, threads):
+    _check_pixels_scattered("uint8", (1, channels) + plane, skew)
+
+
+# Pixels of 512 or 1024 bytes of two to eight bytes a value (at most 512
+# values) go through the contiguous tile wherever the destination starts,
+# line-aligned or not; its bands of under 256 bytes of each plane ask for the
+# band that far on.  Streamed, on 1 and 2 threads, against numpy, guard bytes
+# around.
+@pytest.mark.parametrize("dtype,channels", [("int16", 256), ("int16", 512),
                                             ("float32", 128), ("float32", 256), ("float64", 64),
                                             ("float64", 128), ("int16", 184), ("float32", 156)], ids=str)
 @pytest.mark.parametrize("skew", [0, 16, 48])

@@ -335,11 +335,23 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
     return !p->l2 || close || kn * w <= DMLS_SHIFTED_L2_SHORT;
 }
 
-/* Two-byte rows of whole lines back to back, off a line boundary, take
-   nt_shifted's joined lines when shorter than this many bytes: pixels of
-   256 two-byte channels measured 0.59-1.24x the contiguous tile so (four
-   NCHW to NHWC scatters of 18-60 MB), and keep the tile. */
-#define DMLS_JOINED_TWO_BYTE_ROWS 512
+/* One- and two-byte rows of whole lines back to back, off a line
+   boundary, take nt_shifted's joined lines up to this many bytes (pixels of
+   512 or 1024 bytes of two-byte values excepted: they take the contiguous
+   tile).  Against the contiguous tile, two builds side by side
+   (benchmarks/compare_builds.py, 2 threads, two passes of 7 repeats), NCHW
+   to NHWC scatters of 12-48 MB into a destination 16 bytes past a line:
+   13 with one-byte pixels of 128-1024 channels from planes more than 1 KiB
+   apart ran 1.00-2.21x faster (192, 320 and 640 channels 1.6x, 2.2x and
+   2.2x), and then took 1.01-1.36x their time page-aligned (through the
+   tile, on an earlier set, 1.5-2.7x); 6 with two-byte ones of 288-480
+   channels (rows of 576-960 bytes) 1.15-1.54x.  Longer rows measured
+   0.94-1.03x (1536 and 2048 one-byte channels, 640 and 768 two-byte ones)
+   and keep their paths; so do one-byte pixels from planes at most
+   DMLS_CLOSE_ROW_BYTES apart, which measured 0.89-1.02x (byte_bands
+   below).  Two-byte pixels of 512 bytes had measured 0.59-1.24x (four
+   scatters of 18-60 MB). */
+#define DMLS_JOINED_MAX_ROW 1024
 
 /* Copies of at least this many bytes give contig_ragged DMLS_RAGGED_LONG
    (isa.h): their one-byte bands of 33-64 channels are longer (see
@@ -424,8 +436,15 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
            channels 8.3 -> 14.8 GB/s), one of 12 MB 0.94x, and 13 more of an
            earlier set 1.16-1.86x; one-byte pixels of 1024 values 0.92x, and
            pixels of 256, 640, 768 and 896 bytes 0.62-1.11x, which keep the
-           bands. */
-        const int pixels_512 = !p->l2 && kds % 512 == 0 && jn <= 512;
+           bands.  One-byte pixels of 512 values keep them too: from planes
+           a multiple of 16 KiB apart, the tile's bands of 32 bytes of each
+           of 512 planes crowd a few of L2's sets and lose the lines they ask
+           for ahead.  Two builds side by side (benchmarks/compare_builds.py,
+           2 threads, two passes of 7 repeats), 8 NCHW to NHWC uint8
+           scatters of 4-34 MB with 512 channels, page-aligned, ran 1.32x
+           faster by geometric mean through the bands (0.98-2.27x; 128 x 128
+           and 256 x 256 planes 1.79x and 2.27x). */
+        const int pixels_512 = w >= 2 && !p->l2 && kds % 512 == 0 && jn <= 512;
         /* But one-byte pixels of 320 to 1023 bytes of whole lines, not a
            multiple of 512, from planes at most DMLS_CLOSE_ROW_BYTES apart
            (an NCHW to NHWC scatter of 20 x 23 pixels into 960 channels)
@@ -441,7 +460,7 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         const int byte_bands = w == 1 && iss <= DMLS_CLOSE_ROW_BYTES && kds > 256 && kds % 64 == 0 &&
                                kds % 512 != 0;
         if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && !pixels_512 &&
-                (w >= 4 || (w == 2 && kds < DMLS_JOINED_TWO_BYTE_ROWS))) {
+                (w >= 4 || (kds <= DMLS_JOINED_MAX_ROW && !byte_bands))) {
             /* Rows of whole lines back to back, off a line boundary (an
                NHWC output a few bytes past one): line-aligned bands from
                each row's first boundary, and a row's last line in part
@@ -451,7 +470,9 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
                48-66 MB of 24-64 float32 or float64 channels, the
                destination 4-16 bytes past a line, ran 1.13-1.70x faster;
                two-byte ones of 64-192 channels 1.33x and 1.51x by
-               geometric mean over two sets (see transpose-sse2.c). */
+               geometric mean over two sets (see transpose-sse2.c), and
+               one- and two-byte ones up to DMLS_JOINED_MAX_ROW bytes
+               (above). */
             dmls_isa.nt_shifted(w, sj, iss, dj, kds, kn, jn, &kdone, &jb, scratch);
             if (kdone == kn && jb == jn) return;
         }

@@ -955,10 +955,8 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    read one value further on) into a line of scratch and streamed out.
    Only the first row's first hw values and the last row's last tw go out
    with ordinary stores.  Returns 0, having touched nothing, where it does
-   not apply: W = 1 (whose 64 rows a joined line measured 0.77-1.66x the
-   contiguous tile, dmls_nt_contig, over five NCHW to NHWC scatters), or
-   rows not so placed.  Reads stay within s + j * sj + [0, kn * W) for
-   j < jn, writes within d + [0, kn * jn * W).
+   not apply: rows not so placed.  Reads stay within s + j * sj + [0, kn * W)
+   for j < jn, writes within d + [0, kn * jn * W).
 
    The joined lines read E source rows side by side along all of k, more
    streams than the hardware prefetcher follows: for two-byte values (32
@@ -966,7 +964,12 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    as a step reaches a new line, and rows a multiple of 1 KiB apart, whose
    lines crowd a few of L1's and L2's sets, are read as dmls_nt_transpose
    reads them, a line of each row at a time into scratch (the next one
-   asked for into L2).  In one process on the same buffers, alternating (2
+   asked for into L2).  One-byte values (64 rows) are always read so: read
+   in place, their joined lines had measured 0.77-1.66x the contiguous
+   tile (dmls_nt_contig) over five NCHW to NHWC scatters, and asked for
+   ahead as two-byte ones are, 0.92x and 1.21x where read by lines 1.04x
+   and 1.31x (planes of 100 x 100 values; see tile.c's
+   DMLS_JOINED_MAX_ROW for the rest).  In one process on the same buffers, alternating (2
    threads): 14 NCHW to NHWC scatters of 64-256 int16, uint16 or float16
    channels, 16-70 MB, 16-48 bytes past a line, which had taken the
    contiguous tile, ran 1.33x faster by geometric mean (0.59-2.32x; from
@@ -993,12 +996,12 @@ static inline void joined_lines_out(int W, const char *const *rows, int64_t ko, 
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch) {
     const int64_t N = 16 / W, E = 64 / W, dk = jn * W;
     const int64_t h = dmls_line_gap(d), hw = h / W, tw = E - hw;
-    const int by_lines = W == 2 && sj % 1024 == 0, ahead = W == 2 && !by_lines;
+    const int by_lines = W == 1 || (W == 2 && sj % 1024 == 0), ahead = W <= 2 && !by_lines;
     char *stage = scratch + 1024;   /* by lines: E rows of 64 bytes after dr's N */
-    const char *sr[32], *st[32];
-    char *dr[8];
+    const char *sr[64], *st[64];
+    char *dr[16];
     int64_t kd, k, kk, i;
-    if (W < 2 || h == 0 || h % W != 0 || kn < N + 1 || jn < 2 * E || dk % 64 != 0)
+    if (h == 0 || h % W != 0 || kn < N + 1 || jn < 2 * E || dk % 64 != 0)
         return 0;
     dmls_nt_transpose(W, s + hw * sj, sj, d + h, dk, kn, jn - E, &kd, scratch);
     if (kd < kn)
