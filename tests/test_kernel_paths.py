@@ -7079,6 +7079,22 @@ def test_one_byte_pixels_of_whole_lines_off_a_line(channels, plane, skew, thread
     _check_pixels_scattered("uint8", (1, channels) + plane, skew)
 
 
+# Two-byte pixels of more than 1 KiB (544-960 channels), cut into segments
+# of 64 channels, into a destination off a line boundary: each pixel's
+# columns before its first line boundary and past its last go through the
+# register micro-blocks, beside the segments' line-aligned bands.  Streamed,
+# on 1 and 2 threads, against numpy, guard bytes around.
+@pytest.mark.parametrize("dtype", ["int16", "float16"])
+@pytest.mark.parametrize("channels", [544, 640, 960])
+@pytest.mark.parametrize("skew", [2, 16, 46, 62])
+def test_two_byte_columns_before_and_past_the_line_bands(dtype, channels, skew, threads):
+    sizes = (1, channels, 13, 29)
+    with _stream_threshold(0):
+        plan = _scatter_case(dtype, sizes, (0, 2, 3, 1), channels + skew)[2]()
+        assert plan.mode == "tile" and plan.stream and not plan.l2 and plan.segments > 1
+    _check_pixels_scattered(dtype, sizes, skew)
+
+
 # Pixels of 512 or 1024 bytes of two to eight bytes a value (at most 512
 # values) go through the contiguous tile wherever the destination starts,
 # line-aligned or not; its bands of under 256 bytes of each plane ask for the

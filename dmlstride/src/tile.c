@@ -560,15 +560,25 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
     }
 rest:
     if (kdone == 0) ja = jb = 0;
-    if (kdone > 0 && w == 1) {
+    if (kdone > 0 && w <= 2) {
         /* One-byte columns before ja and past jb (the last band's, under
            a line: nt_shifted's 58 of 378 columns) through the register
            micro-blocks too, their ragged edges moved back; value by value
            they took most of the instructions of a uint8 gather of 168 x
            378 tiles, which ran 1.25-1.36x faster (two builds alternating,
-           2 threads, 4-8 rounds).  Two-byte values keep the scalar tile
-           (an int16 NHWC to NCHW gather 0.83-0.87x, though only its last
-           segment had such columns). */
+           2 threads, 4-8 rounds).  Two-byte ones too: an NCHW to NHWC
+           scatter of 640 float16 channels into a destination 16 bytes past
+           a line, whose first segment of each pixel has 24 such columns and
+           its last 8, spent a fifth of its time on them value by value, at
+           1.6-1.8x its page-aligned time.  Two builds side by side
+           (benchmarks/compare_builds.py, 2 threads, two passes of 7
+           repeats), 12 unnamed such scatters of 520-1500 two-byte channels
+           (10-38 MB) and 5 int16 transposes and NHWC to NCHW gathers, 16
+           bytes past a line, ran 1.04x faster by geometric mean (0.91-1.20x,
+           8 faster), 0.98x page-aligned, where they have no such columns;
+           their time 16 bytes past a line went from 1.17x their
+           page-aligned time by geometric mean (at most 1.70x) to 1.07x (at
+           most 1.38x). */
         if (ja > 0) dmls_transpose_plain(w, sj, iss, dj, kds, kn, ja, transpose_flags(p), scratch);
         if (jb < jn)
             dmls_transpose_plain(w, sj + jb * iss, iss, dj + jb * w, kds, kn, jn - jb, transpose_flags(p), scratch);
