@@ -7066,12 +7066,12 @@ def _check_pixels_scattered(dtype, sizes, skew):
 
 # One-byte pixels of whole lines (128-1024 channels) into a destination off
 # a line boundary take the joined lines too, each plane's line read into
-# scratch a line at a time, planes a multiple of 1 KiB apart or not; pixels
-# of 512 bytes take the line-aligned bands where the destination starts on a
-# line and the joined lines where it does not, not the contiguous tile.
-# Planes at most 1 KiB apart (20 x 23 values) keep the bands off a line
-# boundary.  Every skew a line can have, streamed, on 1 and 2 threads,
-# against numpy, guard bytes around.
+# scratch a line at a time, where the planes lie a multiple of 1 KiB apart
+# (32 x 64 values) or the pixels are more than 512 bytes; the others (29 x 71
+# values) the contiguous tile.  Pixels of 512 bytes take the line-aligned
+# bands where the destination starts on a line.  Planes at most 1 KiB apart
+# (20 x 23 values) keep the bands off a line boundary.  Every skew a line can
+# have, streamed, on 1 and 2 threads, against numpy, guard bytes around.
 @pytest.mark.parametrize("channels", [128, 192, 512, 640, 1024])
 @pytest.mark.parametrize("plane", [(32, 64), (29, 71), (20, 23)], ids=str)
 @pytest.mark.parametrize("skew", [0, 1, 16, 33, 63])

@@ -336,22 +336,29 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
 }
 
 /* One- and two-byte rows of whole lines back to back, off a line
-   boundary, take nt_shifted's joined lines up to this many bytes (pixels of
-   512 or 1024 bytes of two-byte values excepted: they take the contiguous
-   tile).  Against the contiguous tile, two builds side by side
-   (benchmarks/compare_builds.py, 2 threads, two passes of 7 repeats), NCHW
-   to NHWC scatters of 12-48 MB into a destination 16 bytes past a line:
-   13 with one-byte pixels of 128-1024 channels from planes more than 1 KiB
-   apart ran 1.00-2.21x faster (192, 320 and 640 channels 1.6x, 2.2x and
-   2.2x), and then took 1.01-1.36x their time page-aligned (through the
-   tile, on an earlier set, 1.5-2.7x); 6 with two-byte ones of 288-480
-   channels (rows of 576-960 bytes) 1.15-1.54x.  Longer rows measured
-   0.94-1.03x (1536 and 2048 one-byte channels, 640 and 768 two-byte ones)
-   and keep their paths; so do one-byte pixels from planes at most
-   DMLS_CLOSE_ROW_BYTES apart, which measured 0.89-1.02x (byte_bands
-   below).  Two-byte pixels of 512 bytes had measured 0.59-1.24x (four
-   scatters of 18-60 MB). */
+   boundary, take nt_shifted's joined lines up to DMLS_JOINED_MAX_ROW bytes
+   (pixels of 512 or 1024 bytes of two-byte values excepted: they take the
+   contiguous tile), one-byte ones from planes a multiple of 1 KiB apart or
+   of DMLS_JOINED_BYTE_MIN_ROW bytes or more.  Against the contiguous tile,
+   two builds side by side (benchmarks/compare_builds.py, 2 threads, two
+   passes of 7 repeats), NCHW to NHWC scatters of 8-48 MB into a destination
+   16 bytes past a line: 13 with one-byte pixels of 128-1024 channels from
+   planes a multiple of 1 KiB apart (where the tile's bands crowd a few of
+   L2's sets) or of more than 512 bytes ran 1.00-2.21x faster (192, 320
+   and 640 channels 1.6x, 2.2x and 2.2x), and then took 1.01-1.36x their
+   time page-aligned (through the tile, on an earlier set, 1.5-2.7x); of a
+   fresh 16 of 128-1024 channels, planes of random sizes, the 9 that take
+   them 1.53x by geometric mean (0.94-2.14x; the others, whose plans do not
+   change, 0.96-1.06x); 6 with two-byte
+   ones of 288-480 channels (rows of 576-960 bytes) 1.15-1.54x.  One-byte
+   pixels of 128-512 bytes from planes of random sizes measured 0.63-0.95x
+   (the tile reads such planes well), longer rows 0.94-1.03x (1536 and 2048
+   one-byte channels, 640 and 768 two-byte ones), and one-byte pixels from
+   planes at most DMLS_CLOSE_ROW_BYTES apart 0.89-1.02x (byte_bands below):
+   those keep their paths.  Two-byte pixels of 512 bytes had measured
+   0.59-1.24x (four scatters of 18-60 MB). */
 #define DMLS_JOINED_MAX_ROW 1024
+#define DMLS_JOINED_BYTE_MIN_ROW 576
 
 /* Copies of at least this many bytes give contig_ragged DMLS_RAGGED_LONG
    (isa.h): their one-byte bands of 33-64 channels are longer (see
@@ -460,7 +467,8 @@ void dmls_transpose(const dmls_plan *p, const char *s, char *d, int64_t j0, int6
         const int byte_bands = w == 1 && iss <= DMLS_CLOSE_ROW_BYTES && kds > 256 && kds % 64 == 0 &&
                                kds % 512 != 0;
         if (p->stream && kds == jn * w && kds % 64 == 0 && (uintptr_t)dj % 64 != 0 && !pixels_512 &&
-                (w >= 4 || (kds <= DMLS_JOINED_MAX_ROW && !byte_bands))) {
+                (w >= 4 || (kds <= DMLS_JOINED_MAX_ROW && !byte_bands &&
+                            (w == 2 || iss % 1024 == 0 || kds >= DMLS_JOINED_BYTE_MIN_ROW)))) {
             /* Rows of whole lines back to back, off a line boundary (an
                NHWC output a few bytes past one): line-aligned bands from
                each row's first boundary, and a row's last line in part
