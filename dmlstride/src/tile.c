@@ -348,15 +348,15 @@ static int takes_nt_shifted(const dmls_plan *p, int w, int64_t kn, int64_t jn, i
    and 640 channels 1.6x, 2.2x and 2.2x), and then took 1.01-1.36x their
    time page-aligned (through the tile, on an earlier set, 1.5-2.7x); of a
    fresh 16 of 128-1024 channels, planes of random sizes, the 9 that take
-   them 1.53x by geometric mean (0.94-2.14x; the others, whose plans do not
-   change, 0.96-1.06x); 6 with two-byte
-   ones of 288-480 channels (rows of 576-960 bytes) 1.15-1.54x.  One-byte
-   pixels of 128-512 bytes from planes of random sizes measured 0.63-0.95x
-   (the tile reads such planes well), longer rows 0.94-1.03x (1536 and 2048
-   one-byte channels, 640 and 768 two-byte ones), and one-byte pixels from
-   planes at most DMLS_CLOSE_ROW_BYTES apart 0.89-1.02x (byte_bands below):
-   those keep their paths.  Two-byte pixels of 512 bytes had measured
-   0.59-1.24x (four scatters of 18-60 MB). */
+   them 1.53x by geometric mean (0.94-2.14x; the other 7, whose paths do not
+   change, 0.96-1.06x); 6 with two-byte ones of 288-480 channels (rows of
+   576-960 bytes) 1.15-1.54x.  One-byte pixels of 128-512 bytes from planes
+   of random sizes measured 0.63-0.95x (the tile reads such planes well),
+   longer rows 0.94-1.03x (1536 and 2048 one-byte channels, 640 and 768
+   two-byte ones), and one-byte pixels from planes at most
+   DMLS_CLOSE_ROW_BYTES apart 0.89-1.02x (byte_bands below): those keep
+   their paths.  Two-byte pixels of 512 bytes had measured 0.59-1.24x (four
+   scatters of 18-60 MB). */
 #define DMLS_JOINED_MAX_ROW 1024
 #define DMLS_JOINED_BYTE_MIN_ROW 576
 

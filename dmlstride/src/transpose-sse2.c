@@ -969,12 +969,12 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    tile (dmls_nt_contig) over five NCHW to NHWC scatters, and asked for
    ahead as two-byte ones are, 0.92x and 1.21x where read by lines 1.04x
    and 1.31x (planes of 100 x 100 values; see tile.c's
-   DMLS_JOINED_MAX_ROW for the rest).  In one process on the same buffers, alternating (2
-   threads): 14 NCHW to NHWC scatters of 64-256 int16, uint16 or float16
-   channels, 16-70 MB, 16-48 bytes past a line, which had taken the
-   contiguous tile, ran 1.33x faster by geometric mean (0.59-2.32x; from
-   0.95-2.48x their time page-aligned to 0.91-1.24x for up to 192
-   channels), and 8 more 1.51x (1.20-2.66x).  Pixels of 256 two-byte
+   DMLS_JOINED_MAX_ROW for the rest).  Two-byte values: in one process on
+   the same buffers, alternating (2 threads), 14 NCHW to NHWC scatters of
+   64-256 int16, uint16 or float16 channels, 16-70 MB, 16-48 bytes past a
+   line, which had taken the contiguous tile, ran 1.33x faster by geometric
+   mean (0.59-2.32x; from 0.95-2.48x their time page-aligned to 0.91-1.24x
+   for up to 192 channels), and 8 more 1.51x (1.20-2.66x).  Pixels of 256 two-byte
    channels (512 bytes) measured 0.59-1.24x, and tile.c sends them to the
    contiguous tile.  Then two builds in alternating processes, a fresh 10
    of 64-224 channels (12-70 MB): 1.52x (1.10-2.46x), from 1.07-3.10x
@@ -996,7 +996,7 @@ static inline void joined_lines_out(int W, const char *const *rows, int64_t ko, 
 static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn, int64_t jn, char *scratch) {
     const int64_t N = 16 / W, E = 64 / W, dk = jn * W;
     const int64_t h = dmls_line_gap(d), hw = h / W, tw = E - hw;
-    const int by_lines = W == 1 || (W == 2 && sj % 1024 == 0), ahead = W <= 2 && !by_lines;
+    const int by_lines = W == 1 || (W == 2 && sj % 1024 == 0), ahead = W == 2 && !by_lines;
     char *stage = scratch + 1024;   /* by lines: E rows of 64 bytes after dr's N */
     const char *sr[64], *st[64];
     char *dr[16];
