@@ -960,8 +960,8 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
 
    The joined lines read E source rows side by side along all of k, more
    streams than the hardware prefetcher follows: for two-byte values (32
-   rows) each row's line DMLS_JOINED_AHEAD bytes on is asked for into L1
-   as a step reaches a new line, and rows a multiple of 1 KiB apart, whose
+   rows) each row's line DMLS_JOINED_AHEAD bytes on is asked for into L2
+   as a step reaches a new line (see below), and rows a multiple of 1 KiB apart, whose
    lines crowd a few of L1's and L2's sets, are read as dmls_nt_transpose
    reads them, a line of each row at a time into scratch (the next one
    asked for into L2).  One-byte values (64 rows) are always read so: read
@@ -979,7 +979,20 @@ static inline void simd_pmicro(int W, const char *const *sr, int64_t ko, char *c
    contiguous tile.  Then two builds in alternating processes, a fresh 10
    of 64-224 channels (12-70 MB): 1.52x (1.10-2.46x), from 1.07-3.10x
    their time page-aligned to 0.99-1.41x.  Four- and eight-byte values
-   (16 and 8 rows) keep reading in place unasked. */
+   (16 and 8 rows) keep reading in place unasked.
+   Two-byte lines had been asked for into L1, where the 32 rows' requests
+   evicted each other's lines before the loads came: in a profile of an
+   NCHW to NHWC uint16 scatter of 64 channels 16 bytes past a line, 37% of
+   the time went to the joined lines' loads.  Asked for into L2 (in one
+   process on the same buffers, alternating, 2 threads), 12 such scatters
+   of 64-128 channels, 14-40 MB, ran 1.21x faster by geometric mean
+   (1.02-1.60x), 13 of 96-352 channels 1.10x (0.96-1.45x), and two builds
+   side by side, a fresh 16 of 96-480 channels 1.06x (0.87-1.44x, 12
+   faster; 96 channels 1.34x and 1.44x); as far ahead as
+   128, 256 or 1024 bytes measured the same (0.997-1.000x).  Their time
+   against page-aligned went from 1.28x by geometric mean (at most 2.23x)
+   to 1.11x (at most 1.37x, pixels of 64 channels, half of whose lines
+   are joined ones). */
 #define DMLS_JOINED_AHEAD 512
 /* N joined lines of dmls_nt_joined: the E rows from rows[0..E) at byte ko
    transposed into dr (N lines of 64 bytes) and streamed out to out, out +
@@ -1024,7 +1037,7 @@ static int dmls_nt_joined(int W, const char *s, int64_t sj, char *d, int64_t kn,
         }
     for (; k + N <= kn - 1; k += N) {
         if (ahead && k * W % 64 == 0 && (k + N) * W + DMLS_JOINED_AHEAD <= (kn - 1) * W)
-            for (i = 0; i < E; i++) _mm_prefetch(sr[i] + k * W + DMLS_JOINED_AHEAD, _MM_HINT_T0);
+            for (i = 0; i < E; i++) _mm_prefetch(sr[i] + k * W + DMLS_JOINED_AHEAD, _MM_HINT_T1);
         joined_lines_out(W, sr, k * W, dr, d + k * dk + h + (jn - E) * W, dk);
     }
     for (; k < kn - 1; k++) {
