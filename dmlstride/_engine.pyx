@@ -205,6 +205,7 @@ cdef int _load_plan(dmls_plan* c, kp) except -1:
         c.block_whole = kp.block.whole
         c.block_next = kp.block.next
         c.block_dst_ahead = kp.block.dst_ahead
+        c.block_dst_pieces = kp.block.dst_pieces
         c.block_far = kp.block.far
         c.block_join = kp.block.join
     return 0

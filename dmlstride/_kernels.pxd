@@ -82,6 +82,7 @@ cdef extern from "src/plan.h":
         int block_whole
         int block_next
         int block_dst_ahead
+        int block_dst_pieces
         int block_far
         int64_t block_join
         int l2

@@ -818,6 +818,7 @@ class BlockGroups:
     whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
     next: bool = False                # in place or whole: ask for the next block's lines
     dst_ahead: bool = True            # in place or whole: ask for the destination lines of the tiles ahead
+    dst_pieces: bool = False          # in place, through the destination buffer: ask for those lines too
     far: bool = False                 # long bands of 4- and 8-byte values ask further ahead (BLOCK_FAR_ASKS)
     join: int = 0                     # whole: at most this many blocks a buffer (block_join)
 
@@ -981,6 +982,20 @@ def rows_per_l1_set(group: list[Dim], side: int, rows: int) -> int:
     for t in group:
         g = math.gcd(g, t[side])
     return rows * g // 4096
+
+
+def short_destination_pieces(kgroup: list[Dim], row_bytes: int) -> bool:
+    """Whether a block's destination rows of ``row_bytes`` make pieces of at
+    most BLOCK_DST_PIECE_ASK_BYTES, some k dimension further apart: the rows
+    that follow one another (a dimension whose destination stride is the
+    piece's length so far) make up a piece (see BLOCK_DST_PIECE_ASK_BYTES)."""
+    piece, left = row_bytes, list(kgroup)
+    while True:
+        on = next((t for t in left if t[2] == piece), None)
+        if on is None:
+            return bool(left) and piece <= BLOCK_DST_PIECE_ASK_BYTES
+        left.remove(on)
+        piece *= on[0]
 
 
 def block_pitch(n: int) -> int:
@@ -1425,6 +1440,28 @@ def whole_asks_ahead(block_bytes: int) -> bool:
 #: all measured the same under 8 MB and 0.77x at 6-12 MB: the source
 #: requests pay from L3 (a 9.1 MB float32 gather 0.53x without them).
 BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
+#: Blocks in place whose destination rows go through the tile's buffer (rows
+#: of j shorter than a micro-block, 8-15 one-byte values, or rows staged
+#: against L1 aliasing) ask for the destination lines of the tiles ahead as
+#: well, where the destination's pieces are short and apart: the rows that
+#: follow one another in the destination (a k dimension whose stride is the
+#: pieces' length so far) make pieces of at most this many bytes, and some
+#: k dimension lies further apart (dst_pieces).  Copied out of the buffer
+#: into scattered pieces of 60 bytes (12 one-byte values, five of them
+#: back to back, then 900 bytes on: a (6, 2, 910, 15, 76, 5) uint8 scatter),
+#: each piece's line was read for ownership only as its store came, and
+#: such a scatter of 59 MB ran at 0.27 of the memcpy limit.  In one process
+#: on the same buffers, alternating (2 threads, 7 rounds), 40 unnamed 4-D
+#: to 6-D permutations of 8-70 MB so planned ran as follows asking for
+#: them: pieces of 65-266 bytes 0.97-2.24x (7, six faster), of 279-1024
+#: bytes 0.82-1.28x, longer ones 0.81-1.10x; with the two of 60-byte pieces
+#: above, 1.83x and 2.14x.  Then two builds side by side
+#: (benchmarks/compare_builds.py, two passes of 7 repeats), the 11 of those
+#: that ask 1.46x by geometric mean (0.93-2.01x; the 59 MB scatter above
+#: 3.6 -> 6.8 GB/s), a fresh 24 1.37x (0.85-1.93x, 20 faster; the slower
+#: ones have pieces that the next task carries on, or tasks of 12-72 rows).
+#: (Only copies of at least BLOCK_DST_AHEAD_MIN_TOTAL ask.)
+BLOCK_DST_PIECE_ASK_BYTES = 256
 
 #: Blocks of four- and eight-byte values whose bands are long (a KiB or more
 #: of each of 64 or more source rows) ask for the lines of the tile 12 ahead
@@ -1858,6 +1895,8 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
                           j_elems=jtot, k_elems=ktot, stage_src=stage_src, stage_dst=stage_dst,
                           lines=lines, whole=whole, next=nxt,
                           dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL, far=BLOCK_FAR_ASKS and width >= 4,
+                          dst_pieces=(dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL
+                                      and short_destination_pieces(kgroup, jtot * width)),
                           join=join), l2=l2)
 
 
@@ -3885,5 +3924,6 @@ def describe(plan: CopyPlan) -> dict:
                          "staged": (bool(m.block.stage_src), bool(m.block.stage_dst)),
                          "lines": m.block.lines, "whole": bool(m.block.whole),
                          "next": bool(m.block.next), "dst_ahead": bool(m.block.dst_ahead),
-                         "far": bool(m.block.far), "join": m.block.join}
+                         "dst_pieces": bool(m.block.dst_pieces), "far": bool(m.block.far),
+                         "join": m.block.join}
     return info

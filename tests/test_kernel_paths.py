@@ -3747,6 +3747,52 @@ def test_blocks_in_place_with_and_without_destination_asks(dtype, sizes, order, 
         _gather_and_scatter(dtype, sizes, order, op, check_plan)
 
 
+def test_short_destination_pieces_follow_the_k_dimensions(monkeypatch):
+    # k dimensions as (size, source stride, destination stride), rows of 12
+    # bytes: five rows back to back make pieces of 60 bytes, 900 apart.
+    short = [(5, 1, 12), (76, 5, 900)]
+    assert _planner.short_destination_pieces(short, 12)
+    # the dimension that carries a piece on may come later in the group
+    assert _planner.short_destination_pieces([(76, 5, 900), (5, 1, 12)], 12)
+    # pieces of 5 x 14 rows, 840 bytes, one dimension further apart
+    assert not _planner.short_destination_pieces([(5, 1, 12), (3, 5, 99999), (14, 15, 60)], 12)
+    # one piece of every row: nothing further apart
+    assert not _planner.short_destination_pieces([(5, 1, 12), (4, 5, 60)], 12)
+    # rows that follow no other row: pieces of a row each
+    assert _planner.short_destination_pieces([(7, 1, 5000)], 9)
+    monkeypatch.setattr(_planner, "BLOCK_DST_PIECE_ASK_BYTES", 60)
+    assert _planner.short_destination_pieces(short, 12)
+    monkeypatch.setattr(_planner, "BLOCK_DST_PIECE_ASK_BYTES", 59)
+    assert not _planner.short_destination_pieces(short, 12)
+
+
+# Blocks in place whose destination rows of 9-12 one-byte values go through
+# the tile's buffer into pieces of 60-72 bytes far apart (and one whose
+# pieces are 630 bytes, which does not ask for them).
+DST_PIECE_BLOCKS = [
+    ("uint8", (6, 2, 40, 15, 76, 5), (2, 4, 3, 5, 1, 0), "scatter", True),
+    ("uint8", (10, 17, 11, 145, 6), (2, 3, 1, 4, 0), "scatter", True),
+    ("uint8", (7, 3, 20, 11, 6, 12), (1, 3, 2, 5, 0, 4), "gather", True),
+    ("uint8", (5, 4, 9, 8, 7, 9), (0, 5, 3, 2, 4, 1), "gather", True),
+    ("uint8", (20, 7, 9, 28, 5, 9), (0, 1, 5, 3, 2, 4), "gather", False),
+]
+
+
+@pytest.mark.parametrize("level", [1, 3], ids=["sse2", "avx2"])
+@pytest.mark.parametrize("dtype,sizes,order,op,short", DST_PIECE_BLOCKS, ids=str)
+def test_blocks_through_the_destination_buffer_ask_for_short_pieces(dtype, sizes, order, op, short, level,
+                                                                    threads, dst_ahead_bound):
+    # Asking for the destination lines of such pieces (from 0 bytes) or not
+    # (never), gathered and scattered against numpy.
+    def check_plan(plan):
+        assert plan.mode == "block" and plan.l2 == 0 and not plan.stream and not plan.block.whole
+        assert plan.block.j_elems * plan.width < 16   # rows through the tile's buffer
+        assert plan.block.dst_pieces == (short and dst_ahead_bound == 0)
+
+    with _isa_level(level):
+        _gather_and_scatter(dtype, sizes, order, op, check_plan)
+
+
 def test_blocks_ask_for_the_next_only_in_place_or_whole_and_from_the_size_bound(monkeypatch):
     # 48.6 MB: blocks of 54 x 135 bytes, in place.
     big = ("uint8", (45, 37, 18, 10, 3, 54), (3, 2, 5, 1, 0, 4), "gather")

@@ -75,7 +75,7 @@ enum { DMLS_BJ = 64, DMLS_BPAD = 64, DMLS_BAHEAD = 2, DMLS_BAHEAD_LONG = 12, DML
    caches hold ask for their source lines alone (the planner's
    BLOCK_DST_AHEAD_MIN_TOTAL). */
 enum { DMLS_ASK_SRC = 1, DMLS_ASK_DST_BAND = 2, DMLS_ASK_DST_ROWS = 4, DMLS_ASK_SRC_TAIL = 8,
-       DMLS_ASK_FAR = 16 };
+       DMLS_ASK_FAR = 16, DMLS_ASK_DST_PIECES = 32 };
 /* DMLS_ASK_SRC_TAIL: with DMLS_ASK_SRC, ask for the line of each source
    row's last byte as well (see block_tiles), for copies that write at
    least this many bytes: their source and destination together no longer
@@ -303,8 +303,11 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                     }
             }
             /* Its destination rows too (into L1), when each is a write
-               stream of its own (one-line-tall tiles; a padded buffer or
-               streaming stores take care of the others): with 16 or more
+               stream of its own (one-line-tall tiles; streaming stores
+               take care of others, and rows through the tile's buffer ask
+               where the plan finds their destination in short pieces far
+               apart, DMLS_ASK_DST_PIECES: see the planner's
+               BLOCK_DST_PIECE_ASK_BYTES): with 16 or more
                rows of under a few lines, far apart, the read for
                ownership of each line then overlaps this tile's work
                instead of stalling its stores.  A 5-D float32 permutation
@@ -316,7 +319,8 @@ static DMLS_ALWAYS_INLINE void block_tiles(int W, const char *s, const int64_t *
                But one- to four-byte rows of up to 1 KiB, whose tiles
                write 64 to 256 bytes of each, gain from them too
                (DMLS_ASK_ROW_BYTES). */
-            if ((pf & DMLS_ASK_DST_ROWS) && !dstage && !nt && L == 1 && da != NULL &&
+            if ((pf & DMLS_ASK_DST_ROWS) && (!dstage || (pf & DMLS_ASK_DST_PIECES)) && !nt && L == 1 &&
+                    da != NULL &&
                     (jn * W <= (W <= 4 ? DMLS_ASK_ROW_BYTES : 256) ||
                      ((pf & DMLS_ASK_DST_BAND) && kn * (jn < TJ ? jn : TJ) * W > DMLS_ASK_BAND_BYTES))) {
                 const int64_t nk2 = nb2 / W, e = nj2 * W - 1;
@@ -678,7 +682,8 @@ void dmls_block(const dmls_plan *p, const char *s, char *d, int64_t j0, int64_t 
     char *tiles = scratch + 2 * DMLS_BLOCK_GROUP * (int64_t)sizeof(int64_t);
     const int64_t w = p->width, jn = j1 - j0, kn = p->kgroup.elems;
     /* what blocks in place ask for ahead */
-    const int ask = source_asks(p) | (p->block_dst_ahead ? DMLS_ASK_DST_BAND | DMLS_ASK_DST_ROWS : 0);
+    const int ask = source_asks(p) | (p->block_dst_ahead ? DMLS_ASK_DST_BAND | DMLS_ASK_DST_ROWS : 0) |
+                    (p->block_dst_pieces ? DMLS_ASK_DST_PIECES : 0);
     int64_t ja = 0, body = 0;
     d += j0 * w;
     if (dmls_run_block_width(w)) {

@@ -255,6 +255,7 @@ typedef struct {
     int block_whole;        /* each block into a buffer, streamed out whole (dmls_block) */
     int block_next;         /* in place or whole: ask for the next block's lines (dmls_block) */
     int block_dst_ahead;    /* in place or whole: ask for the destination lines of the tiles ahead (dmls_block) */
+    int block_dst_pieces;   /* in place, rows through the tile's buffer: ask for those lines too (block.c) */
     int block_far;          /* long bands of four- and eight-byte values ask further ahead (block.c's block_ahead) */
     int64_t block_join;     /* whole: at most this many blocks a buffer, along the innermost outer
                                dimension where it carries on J's rows (dmls_block_joined); 0: one */
