@@ -210,13 +210,10 @@ static int transpose_staged(int w, const char *sj, int64_t iss, char *dj, int64_
    NCHW conversions of 8-12 MiB (1024 x 2048, 512 x 4096, 1100 x 1300
    float64, 24 and 40 channels) ran 1.10x faster by geometric mean
    (0.94-1.33x); 2-D uint8 and float16 ones of 8 MiB ran 0.81-1.03x, and
-   keep the 8 MiB bound, save where the planner gives the plan another
-   (narrow_cached_bytes: 16 MiB for 2-byte values from source rows far
-   apart on a machine with an L3 of at most 64 MiB, whose transposes of
-   8-16 MiB then stay in cache: see the planner's
-   TILE_STREAM_EIGHTHS_IN_CACHE; 12 MiB for 1-byte values, from source
-   rows more than 40 bytes apart, and 2-byte ones from rows of 40-63
-   bytes).
+   keep the 8 MiB bound, which the planner passes on for one- and two-byte
+   tiles as the plan's narrow_cached_bytes (it had given 12-16 MiB there on
+   a machine with an L3 of at most 64 MiB; with that L3 shared with other
+   jobs those copies ran faster streamed: see the planner's L3_BOUNDS).
 
    From DMLS_SOURCE_AHEAD_BYTES, past the L2 caches of both cores, the tile
    also asks for the source lines of the tile after: in one run, on the same
