@@ -78,7 +78,7 @@ L3_BOUNDS = {
     "TILE_CACHED_NARROW_BYTES": (8 << 20, 8 << 20),
     "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE": (2, 2),
     "TILE_CACHED_CLOSE_BYTES": (8 << 20, 8 << 20),
-    "BLOCK_WHOLE_EIGHTHS": (4, 3),
+    "BLOCK_WHOLE_EIGHTHS": (2, 3),
     "BLOCK_WHOLE_SHORT_ROW_BYTES": (0, 256),
     "BLOCK_TALL_TILE_MIN_WIDTH": (2, 4),
     "BLOCK_TALL_TILE_MAX_J_BYTES": (512, 64),
@@ -1333,7 +1333,14 @@ BLOCK_L2_OVER_WHOLE_MIN_J = 160
 #: to 6-D permutations of 12.7-16.6 MB whose plans this changes ran 1.29x
 #: faster by geometric mean (0.74-1.66x; a uint32 scatter 17.3 -> 28.8
 #: GB/s), a fresh 16 of 13.1-16.5 MB 1.26x (0.91-1.61x); from 24 MiB
-#: instead, 16 of 16.8-23.5 MB measured 1.06x (0.76-1.57x), so 16.
+#: instead, 16 of 16.8-23.5 MB measured 1.06x (0.76-1.57x), so 16.  With
+#: that L3 shared with other jobs (see L3_BOUNDS), blocks of 8-16 MiB ran
+#: faster streamed whole, and they are from 8 MiB (two eighths): in one
+#: process on the same buffers, the two plans alternating (2 threads, 7
+#: rounds), 30 unnamed 4-D to 6-D permutations of 8-16 MB whose plans this
+#: changes ran 1.27x faster by geometric mean (0.89-1.87x, 28 faster; from
+#: 12 MiB, 1.09x), a fresh 24 1.15x (0.68-1.53x, 19 faster); from 4 MiB, 24
+#: of 3.5-8 MB measured 0.95x (0.61-1.33x).
 BLOCK_WHOLE_EIGHTHS = l3_bound("BLOCK_WHOLE_EIGHTHS")
 #: Blocks of values of up to BLOCK_WHOLE_SMALL_MAX_WIDTH bytes stream whole
 #: only from BLOCK_WHOLE_MIN_BLOCK_BYTES (a block of 4-31 KiB, its runs of

@@ -2329,25 +2329,24 @@ def test_only_a_small_l3_asks_far():
 
 
 @pytest.mark.parametrize("dtype,sizes,order,op", [
-    ("uint32", (12, 41, 2, 44, 76), (1, 3, 4, 2, 0), "scatter"),
-    ("float64", (3, 72, 21, 7, 54), (4, 1, 3, 0, 2), "scatter"),
-    ("int16", (6, 6, 130, 57, 30), (4, 1, 2, 3, 0), "gather"),
+    ("float64", (4, 42, 2, 26, 153), (1, 2, 4, 3, 0), "scatter"),
+    ("uint32", (3, 49, 24, 20, 37), (2, 0, 4, 1, 3), "scatter"),
+    ("float16", (26, 10, 16, 2, 25, 25), (0, 4, 3, 5, 1, 2), "gather"),
+    ("int16", (63, 111, 8, 100), (3, 1, 0, 2), "gather"),
 ], ids=str)
-def test_blocks_of_12_to_16_mib_stay_in_place_with_a_small_l3(dtype, sizes, order, op, threads, monkeypatch):
-    # Blocks that a large L3's bounds stream whole from 12 MiB stay in place
-    # under 16 MiB with a small L3's (BLOCK_WHOLE_EIGHTHS); gathered and
-    # scattered both ways, against numpy.  (Without the rule for short rows,
-    # which keeps the first in place on a large L3 too.)
-    monkeypatch.setattr(_planner, "BLOCK_WHOLE_SHORT_ROW_BYTES", 0)
-    _engine._set_stream_min_total(_planner.stream_min_total)    # (drops plans made with it)
+def test_blocks_of_8_to_12_mib_stream_whole_with_a_small_l3(dtype, sizes, order, op, threads, monkeypatch):
+    # Blocks that a large L3's bounds keep in place under 12 MiB stream whole
+    # from 8 MiB with a small L3's (BLOCK_WHOLE_EIGHTHS: that L3 is shared);
+    # gathered and scattered both ways, against numpy.
     desc = ds.BufferTensorDesc.from_layout(dtype, sizes, order)
-    assert 12 << 20 <= desc.total_tensor_size_in_bytes < 16 << 20
-    assert transfer._plan(desc, op).describe()["block"]["whole"]
+    assert 8 << 20 <= desc.total_tensor_size_in_bytes < 12 << 20
+    plan = transfer._plan(desc, op).describe()
+    assert plan["mode"] == "block" and not plan["block"]["whole"] and not plan["stream"]
     for name in _planner.L3_BOUNDS:
         monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
     with _stream_threshold(_planner.stream_min_total):   # (drops plans made under other bounds)
         plan = transfer._plan(desc, op).describe()
-        assert plan["mode"] == "block" and not plan["block"]["whole"] and not plan["stream"]
+        assert plan["mode"] == "block" and plan["block"]["whole"]
         raw = _random_buffer(desc.total_tensor_size_in_bytes, sum(sizes))
         expected = _numpy_gather(raw, desc)
         assert ds.gather(raw, desc).tobytes() == expected.tobytes()
