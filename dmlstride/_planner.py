@@ -66,10 +66,12 @@ SMALL_L3 = 0 < L3_BYTES <= SMALL_L3_MAX_BYTES
 #: it changes 1.12x (11 of one- and two-byte values, 0.80-2.20x) and 1.22x
 #: (18 uint8, 0.77-1.79x, 16 faster).  (Those bounds had been 12-16 MiB,
 #: measured faster on a quieter L3.)  Four- and eight-byte tiles streamed
-#: from 8 MiB measured 1.04x (23, 0.66-1.50x) and keep theirs.
+#: from 8 MiB measured 1.04x (23, 0.66-1.50x) and keep 12 MiB, those from
+#: source rows far apart now too (TILE_STREAM_WIDE_FAR_SIXTEENTHS), and
+#: blocks stream whole from 8 MiB (BLOCK_WHOLE_EIGHTHS).
 L3_BOUNDS = {
     "TILE_STREAM_WIDE_SIXTEENTHS": (6, 1),
-    "TILE_STREAM_WIDE_FAR_SIXTEENTHS": (8, 1),
+    "TILE_STREAM_WIDE_FAR_SIXTEENTHS": (6, 1),
     "TILE_L2_WIDE_MIN_TOTAL": (12 << 20, 2 << 20),
     "TILE_STREAM_EIGHTHS_BYTE_FAR": (2, 1),
     "TILE_CACHED_BYTE_FAR_BYTES": (8 << 20, 8 << 20),
@@ -536,7 +538,13 @@ TILE_STREAM_WIDE_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_SIXTEENTHS")
 #: 12.7-16.7 MB ran 1.06x and 1.05x faster by geometric mean, those with
 #: source rows far apart 1.12x (20, 0.80-1.47x; float64 765 x 2122 22.3 ->
 #: 32.8 GB/s) and NHWC to NCHW gathers, whose pixels lie close, 0.95x (12,
-#: 0.80-1.25x), which keep 12 MiB.
+#: 0.80-1.25x), which keep 12 MiB.  With that L3 shared with other jobs
+#: (see L3_BOUNDS), those of 12-16 MiB ran faster streamed, and the bound is
+#: 12 MiB for both: in one process on the same buffers, the two plans
+#: alternating (2 threads, 7 rounds), 24 unnamed four- and eight-byte copies
+#: of 12-17.5 MB whose plans this changes ran 1.18x faster by geometric mean
+#: (0.93-2.09x, 19 faster).  From 8 MiB, 24 of 8.4-12.5 MB measured 1.04x
+#: (0.73-1.65x; 2-D gathers 0.73-0.86x), so not that.
 TILE_STREAM_WIDE_FAR_SIXTEENTHS = l3_bound("TILE_STREAM_WIDE_FAR_SIXTEENTHS")
 #: ... but those whose rows crowd L1's sets (aliased_tile_rows: a band of up
 #: to 64 rows puts TILE_ALIASED_SET_ROWS or more in one set, rows a multiple
