@@ -56,10 +56,11 @@ def test_the_planner_reads_its_profile_from_the_l3():
         # one run of long rows, which a large one streams whole (0: off), and
         # streams whole the blocks of short rows that a large one keeps in
         # place (0: off), and streams copies whose rows lie apart from fewer
-        # bytes, and one- and two-byte tiles whose rows alias from fewer bytes
+        # bytes, and one- and two-byte tiles whose rows alias from fewer
+        # bytes, and blocks whole from fewer bytes (that L3 is shared)
         ascending = ("BLOCK_TALL_TILE_MIN_WIDTH", "L2_PHASE_LINES", "BAND_ASKS_L2", "FILL_STREAMS",
                      "BLOCK_WHOLE_ONE_RUN_MIN", "BLOCK_WHOLE_SHORT_ROW_BYTES", "COPY_STREAM_ROWS_EIGHTHS",
-                     "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS")
+                     "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS", "BLOCK_WHOLE_EIGHTHS")
         assert (small <= large) if name in ascending else (small >= large), name
     assert _planner.l3_bound("L2_PHASE_LINES", small_l3=True) == 1
 
