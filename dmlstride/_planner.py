@@ -849,7 +849,8 @@ class BlockGroups:
     whole: bool = False               # each block into a buffer, streamed out whole (see plan_block)
     next: bool = False                # in place or whole: ask for the next block's lines
     dst_ahead: bool = True            # in place or whole: ask for the destination lines of the tiles ahead
-    dst_pieces: bool = False          # in place, through the destination buffer: ask for those lines too
+    dst_pieces: bool = False          # rows through the tile's buffer (under 16 bytes, or staged) in short
+                                      # destination pieces far apart: ask for those lines too
     far: bool = False                 # long bands of 4- and 8-byte values ask further ahead (BLOCK_FAR_ASKS)
     join: int = 0                     # whole: at most this many blocks a buffer (block_join)
 
@@ -1479,8 +1480,8 @@ def whole_asks_ahead(block_bytes: int) -> bool:
 #: requests pay from L3 (a 9.1 MB float32 gather 0.53x without them).
 BLOCK_DST_AHEAD_MIN_TOTAL = 8 << 20
 #: Blocks in place whose destination rows go through the tile's buffer (rows
-#: of j shorter than a micro-block, 8-15 one-byte values, or rows staged
-#: against L1 aliasing) ask for the destination lines of the tiles ahead as
+#: of j shorter than a micro-block, under 16 bytes: 8-15 one-byte values; or
+#: rows staged against L1 aliasing, stage_dst) ask for the destination lines of the tiles ahead as
 #: well, where the destination's pieces are short and apart: the rows that
 #: follow one another in the destination (a k dimension whose stride is the
 #: pieces' length so far) make pieces of at most this many bytes, and some
@@ -1934,6 +1935,7 @@ def _plan_block(merged: list[Dim], width: int, group: int, short_k_bytes: int,
                           lines=lines, whole=whole, next=nxt,
                           dst_ahead=dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL, far=BLOCK_FAR_ASKS and width >= 4,
                           dst_pieces=(dst_bytes >= BLOCK_DST_AHEAD_MIN_TOTAL
+                                      and (jtot * width < 16 or stage_dst)
                                       and short_destination_pieces(kgroup, jtot * width)),
                           join=join), l2=l2)
 

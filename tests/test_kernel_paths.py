@@ -3775,6 +3775,13 @@ def test_short_destination_pieces_follow_the_k_dimensions(monkeypatch):
     assert _planner.short_destination_pieces(short, 12)
     monkeypatch.setattr(_planner, "BLOCK_DST_PIECE_ASK_BYTES", 59)
     assert not _planner.short_destination_pieces(short, 12)
+    # A block whose rows of 160 bytes are written in place (not through the
+    # tile's buffer) is not marked, short as its pieces are.
+    monkeypatch.setattr(_planner, "BLOCK_DST_PIECE_ASK_BYTES", 256)
+    plan = _main_plan("int16", (64, 2, 30, 62, 40), (1, 3, 2, 4, 0), "gather")
+    assert plan.mode == "block" and plan.block.j_elems * plan.width == 160 and not plan.block.stage_dst
+    assert _planner.short_destination_pieces([(n, 0, b) for n, b in plan.block.k], 160)
+    assert plan.block.dst_ahead and not plan.block.dst_pieces
 
 
 # Blocks in place whose destination rows of 9-12 one-byte values go through
