@@ -92,11 +92,11 @@ def tiles_stream_from_12_mib(far_rows_through_l2_from_16_mib):
     # in and out.
     p = _planner
     names = ("TRANSPOSE_STREAM_EIGHTHS_NARROW", "TILE_STREAM_EIGHTHS_IN_CACHE", "TILE_STREAM_EIGHTHS_IN_CACHE_CLOSE",
-             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_EIGHTHS_SHORT_ROWS", "TILE_STREAM_WIDE_SIXTEENTHS",
-             "TILE_STREAM_WIDE_FAR_SIXTEENTHS", "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS",
+             "TILE_STREAM_EIGHTHS_BYTE_FAR", "TILE_STREAM_EIGHTHS_SHORT_ROWS", "TILE_STREAM_EIGHTHS_SHORT_BYTE_ROWS",
+             "TILE_STREAM_WIDE_SIXTEENTHS", "TILE_STREAM_WIDE_FAR_SIXTEENTHS", "TILE_STREAM_WIDE_ALIASED_SIXTEENTHS",
              "TILE_STREAM_NARROW_ALIASED_SIXTEENTHS")
     old = [getattr(p, name) for name in names]
-    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 5 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 4
+    pinned = (p.TRANSPOSE_STREAM_EIGHTHS,) * 6 + (2 * p.TRANSPOSE_STREAM_EIGHTHS,) * 4
     for name, value in zip(names, pinned):
         setattr(p, name, value)
     try:

@@ -1237,8 +1237,8 @@ def test_narrow_tiles_stream_from_8_mib(rows, cols, bits, streams):
 def test_short_pixels_to_planes_stream_from_8_mib(dtype, sizes, streams, small_l3, monkeypatch):
     # NHWC to NCHW gathers of 9-15 one-byte or 9-19 two-byte channels
     # (source rows SHORT_ROWS bytes apart) stream from 8 MiB with a large L3,
-    # like rows 40 bytes or more apart; with a small L3 from 12 MiB, as other
-    # close rows do.
+    # like rows 40 bytes or more apart; with a small L3 the one-byte ones do
+    # too, and the two-byte ones from 12 MiB, as other close rows do.
     if small_l3:
         for name in _planner.L3_BOUNDS:
             monkeypatch.setattr(_planner, name, _planner.l3_bound(name, small_l3=True))
@@ -1247,9 +1247,10 @@ def test_short_pixels_to_planes_stream_from_8_mib(dtype, sizes, streams, small_l
     nbytes = math.prod(sizes) * width
     row = sizes[1] * width
     assert plan.mode == "tile" and plan.inner[1] == row and plan.tile[0] == sizes[1]
-    assert plan.stream == (streams if not small_l3 else nbytes >= 12 << 20)
+    early = not small_l3 or width == 1
+    assert plan.stream == (streams if early else nbytes >= 12 << 20)
     lo, hi = _planner.SHORT_ROWS[width]
-    assert _planner.tile_stream_min(width, row) == (8 << 20 if lo <= row <= hi and not small_l3 else 12 << 20)
+    assert _planner.tile_stream_min(width, row) == (8 << 20 if lo <= row <= hi and early else 12 << 20)
 
 
 @pytest.mark.parametrize("rows,cols,bits,streams", [
